@@ -1,0 +1,46 @@
+"""Small helpers shared by the contract tests."""
+
+import uuid
+
+CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
+OTHER_CLIENT = uuid.UUID('22222222-2222-4222-8222-222222222222')
+CLAIM = {'ttl': 600, 'grace': 30}
+
+
+def post(driver, queue, project, *bodies, ttl=300, client=CLIENT, **extra):
+    messages = [dict({'ttl': ttl, 'body': body}, **extra) for body in bodies]
+    return driver.message_controller.post(queue, messages, client,
+                                          project=project)
+
+
+def listed(driver, queue, project, **kwargs):
+    """Every message a listing returns, following markers to the end."""
+    kwargs.setdefault('echo', True)
+    out, marker = [], None
+    for _ in range(1000):
+        pages = driver.message_controller.list(queue, project=project,
+                                               marker=marker, **kwargs)
+        page = list(next(pages))
+        marker = next(pages)
+        if not page:
+            return out
+        out.extend(page)
+    raise AssertionError('listing never ended')
+
+
+def bodies(messages):
+    return [message['body'] for message in messages]
+
+
+def claim(driver, queue, project, limit=10, **meta):
+    claim_id, messages = driver.claim_controller.create(
+        queue, dict(CLAIM, **meta), project=project, limit=limit)
+    return claim_id, list(messages)
+
+
+def claimed_bodies(driver, queue, project, limit=10):
+    return bodies(claim(driver, queue, project, limit)[1])
+
+
+def stats(driver, queue, project):
+    return driver.message_controller._stats(queue, project)

@@ -1,0 +1,20 @@
+"""oslo.config options of zaqar-delay, one module per option group.
+
+``oslo-config-generator --namespace zaqar_delay`` lists them through
+:func:`list_opts`.
+"""
+
+from zaqar_delay.conf import limits
+from zaqar_delay.conf import redis
+
+OPTION_MODULES = (limits, redis)
+
+
+def list_opts():
+    return [(module.GROUP_NAME, module.ALL_OPTS) for module in OPTION_MODULES]
+
+
+def register(conf, *modules):
+    """Register the option groups of ``modules`` on ``conf`` (idempotent)."""
+    for module in modules:
+        conf.register_opts(module.ALL_OPTS, group=module.GROUP_NAME)

@@ -1,0 +1,36 @@
+"""Options of the Redis data driver (``message_store = delay.redis``).
+
+The group name follows Zaqar's ``drivers:message_store:<scheme>`` convention,
+so the same options are filled in from a pool URI such as
+``delay.redis://127.0.0.1:6379/0``.
+"""
+
+from oslo_config import cfg
+
+GROUP_NAME = 'drivers:message_store:delay.redis'
+
+uri = cfg.StrOpt(
+    'uri', default='delay.redis://127.0.0.1:6379/0', secret=True,
+    help='Redis server to keep messages in, as '
+         'delay.redis://[:password@]host[:port][/db] or '
+         'delay.redis:///path/to/redis.sock[?db=N]. The plain redis:// scheme '
+         'is accepted too. Put the password in the URI only on hosts where '
+         'zaqar.conf is private.')
+
+socket_timeout = cfg.FloatOpt(
+    'socket_timeout', default=5.0, min=0.1,
+    help='Seconds to wait for a Redis reply before the operation fails with '
+         'a storage error (Zaqar answers 503).')
+
+max_reconnect_attempts = cfg.IntOpt(
+    'max_reconnect_attempts', default=3, min=0, max=20,
+    help='How many times an operation is retried after a lost connection '
+         'before it fails. Every retried operation is idempotent or runs in '
+         'one Lua script, so a retry cannot duplicate a message.')
+
+reconnect_sleep = cfg.FloatOpt(
+    'reconnect_sleep', default=0.2, min=0.0, max=10.0,
+    help='Seconds to sleep before the first reconnect attempt; doubled on '
+         'each further attempt.')
+
+ALL_OPTS = [uri, socket_timeout, max_reconnect_attempts, reconnect_sleep]

@@ -1,0 +1,234 @@
+"""The one message contract that every zaqar-delay backend implements.
+
+The public methods are Zaqar's ``storage.Message`` / ``storage.Claim`` API.
+They validate input, read the queue's policy once, and hand backends plain,
+validated values; each backend implements only the ``_``-prefixed primitives
+that touch its store. The contract, stated once:
+
+* Every message has ``id``, ``body``, ``ttl``, ``created``, ``expires``
+  (created + ttl), ``d`` (created + effective delay: the time it becomes
+  due), an optional group id, claim state (claim id, claim expiry, claim
+  count) and a per-queue monotonic position, which is the list marker.
+* A message is *due* when ``d <= now``. Claim, pop and first never return a
+  message that is not due, expired, or claimed by a live claim; list leaves
+  out messages that are not due unless ``include_delayed`` is given.
+* Claims hand out due messages in position order. A claim keeps each message
+  alive until the claim ends (``expires >= claim expiry + grace``).
+* When a live claim ends (expiry or release) its messages are claimable
+  again, after the queue's ``_redelivery_delay`` if it has one.
+* A message about to be claimed for the ``_max_claim_count + 1``-th time is
+  moved to ``_dead_letter_queue`` (its ttl becoming
+  ``_dead_letter_queue_messages_ttl`` when set) or, with no dead-letter
+  queue, dropped.
+* ``now`` is taken once per operation, from the store's clock where the
+  store has one.
+"""
+
+import abc
+
+from zaqar.storage import base as storage
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import conf as zd_conf
+from zaqar_delay import rules
+from zaqar_delay.conf import limits
+
+
+class MessageController(storage.Message, metaclass=abc.ABCMeta):
+    """Zaqar's message API on top of a backend's primitives."""
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        zd_conf.register(driver.conf, limits)
+        self._limits = driver.conf[limits.GROUP_NAME]
+
+    # -- shared rules ------------------------------------------------------
+
+    def policy(self, queue, project):
+        """The queue's validated policy; raises QueueDoesNotExist."""
+        metadata = self.driver.queue_controller.get_metadata(queue, project)
+        return rules.QueuePolicy.from_metadata(
+            metadata, self._limits.max_message_delay)
+
+    # -- Zaqar's API -------------------------------------------------------
+
+    def post(self, queue, messages, client_uuid, project=None):
+        policy = self.policy(queue, project)
+        prepared = rules.prepare_messages(
+            messages, policy, self._limits.max_message_delay,
+            self._limits.max_group_id_length)
+        self._insert(queue, project, prepared, str(client_uuid))
+        return [message.id for message in prepared]
+
+    def list(self, queue, project=None, marker=None,
+             limit=storage.DEFAULT_MESSAGES_PER_PAGE, echo=False,
+             client_uuid=None, include_claimed=False, include_delayed=False):
+        rules.check_limit(limit)
+        messages, next_marker = self._list(
+            queue, project, _parse_marker(marker), limit, bool(echo),
+            None if client_uuid is None else str(client_uuid),
+            bool(include_claimed), bool(include_delayed))
+        yield iter(messages)
+        yield str(next_marker) if next_marker is not None else marker
+
+    def first(self, queue, project=None, sort=1):
+        if sort not in (1, -1):
+            raise ValueError('sort must be either 1 (ascending) '
+                             'or -1 (descending)')
+        message = self._first(queue, project, sort)
+        if message is None:
+            raise storage_errors.QueueIsEmpty(queue, project)
+        return message
+
+    def get(self, queue, message_id, project=None):
+        found = self._get_many(queue, project, [message_id])
+        if not found:
+            raise storage_errors.MessageDoesNotExist(message_id, queue,
+                                                     project)
+        return found[0]
+
+    def bulk_get(self, queue, message_ids, project=None):
+        return iter(self._get_many(queue, project, list(message_ids)))
+
+    def delete(self, queue, message_id, project=None, claim=None):
+        self._delete(queue, project, message_id, claim)
+
+    def bulk_delete(self, queue, message_ids, project=None, claim_ids=None):
+        self._bulk_delete(queue, project, list(message_ids),
+                          list(claim_ids) if claim_ids else None)
+
+    def pop(self, queue, limit, project=None):
+        rules.check_limit(limit)
+        return self._pop(queue, project, limit, self.policy(queue, project))
+
+    # -- primitives --------------------------------------------------------
+
+    @abc.abstractmethod
+    def _insert(self, queue, project, messages, client_uuid):
+        """Store ``messages`` (a list of :class:`rules.NewMessage`) at the
+        tail of the queue in one atomic step, stamping created, expires and
+        ``d`` with the store's clock."""
+
+    @abc.abstractmethod
+    def _list(self, queue, project, marker, limit, echo, client_uuid,
+              include_claimed, include_delayed):
+        """Return (messages, next_marker): a full page of up to ``limit``
+        messages after position ``marker`` (None: from the start)."""
+
+    @abc.abstractmethod
+    def _first(self, queue, project, sort):
+        """The oldest (1) or newest (-1) due message, claimed or not, with
+        its ``created`` time; None if there is none."""
+
+    @abc.abstractmethod
+    def _get_many(self, queue, project, message_ids):
+        """The live messages among ``message_ids``, in the given order."""
+
+    @abc.abstractmethod
+    def _delete(self, queue, project, message_id, claim_id):
+        """Delete one message. A missing message is not an error. Raises
+        MessageIsClaimed (claimed, no claim given), MessageNotClaimed
+        (claim given, message not claimed) or MessageNotClaimedBy."""
+
+    @abc.abstractmethod
+    def _bulk_delete(self, queue, project, message_ids, claim_ids):
+        """Delete messages; with ``claim_ids``, a claimed message is deleted
+        only under one of them (else ClaimDoesNotMatch, nothing deleted)."""
+
+    @abc.abstractmethod
+    def _pop(self, queue, project, limit, policy):
+        """Claim-and-delete up to ``limit`` due messages atomically."""
+
+    @abc.abstractmethod
+    def _purge_queue(self, queue, project):
+        """Remove every message and claim of the queue."""
+
+    @abc.abstractmethod
+    def _stats(self, queue, project):
+        """Counts of the queue: total, claimed, free, delayed."""
+
+
+class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
+    """Zaqar's claim API on top of a backend's primitives."""
+
+    def create(self, queue, metadata, project=None,
+               limit=storage.DEFAULT_MESSAGES_PER_CLAIM):
+        ttl, grace = rules.check_claim_metadata(metadata)
+        rules.check_limit(limit)
+        policy = self.driver.message_controller.policy(queue, project)
+        claim_id, messages = self._claim(queue, project, ttl, grace, limit,
+                                         policy)
+        if not messages:
+            return None, iter([])
+        return claim_id, messages
+
+    def get(self, queue, claim_id, project=None):
+        found = self._get_claim(queue, project, claim_id)
+        if found is None:
+            raise storage_errors.ClaimDoesNotExist(claim_id, queue, project)
+        return found
+
+    def update(self, queue, claim_id, metadata, project=None):
+        ttl, grace = rules.check_claim_metadata(metadata)
+        if not self._renew(queue, project, claim_id, ttl, grace):
+            raise storage_errors.ClaimDoesNotExist(claim_id, queue, project)
+
+    def delete(self, queue, claim_id, project=None):
+        self._release(queue, project, claim_id)
+
+    @abc.abstractmethod
+    def _claim(self, queue, project, ttl, grace, limit, policy):
+        """Atomically claim up to ``limit`` due, unclaimed messages in
+        position order, dead-lettering those whose attempts ran out.
+        Returns (claim_id, messages)."""
+
+    @abc.abstractmethod
+    def _get_claim(self, queue, project, claim_id):
+        """(claim metadata, messages) of a live claim, or None."""
+
+    @abc.abstractmethod
+    def _renew(self, queue, project, claim_id, ttl, grace):
+        """Reset a live claim's expiry to now + ttl; False if not live."""
+
+    @abc.abstractmethod
+    def _release(self, queue, project, claim_id):
+        """End a claim now; its messages become claimable again (after the
+        redelivery delay). Unknown claims are ignored."""
+
+
+def _parse_marker(marker):
+    """Markers are positions; anything else is refused, never interpreted."""
+    if marker is None or marker == '':
+        return None
+    try:
+        position = int(marker)
+    except (TypeError, ValueError):
+        position = -1
+    if position < 0:
+        from zaqar_delay import errors
+        raise errors.invalid_field('marker', marker,
+                                   'a marker returned by a previous listing')
+    return position
+
+
+def basic_message(message_id, body, ttl_s, created_ms, now_ms, claim_id=None,
+                  claim_count=0, include_created=False):
+    """The message dict Zaqar's transport renders."""
+    message = {
+        'id': message_id,
+        'ttl': ttl_s,
+        'age': max(0, (now_ms - created_ms) // 1000),
+        'body': body,
+        'claim_id': claim_id,
+        'claim_count': claim_count,
+    }
+    if include_created:
+        message['created'] = _iso(created_ms)
+    return message
+
+
+def _iso(epoch_ms):
+    import datetime
+    return datetime.datetime.fromtimestamp(
+        epoch_ms // 1000, tz=datetime.timezone.utc).strftime(
+            '%Y-%m-%dT%H:%M:%SZ')

@@ -1,0 +1,1 @@
+"""Storage drivers, one folder per backend."""

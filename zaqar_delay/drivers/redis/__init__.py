@@ -1,0 +1,1 @@
+"""Redis data driver: every multi-step change is one Lua script."""

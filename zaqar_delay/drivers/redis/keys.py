@@ -1,0 +1,90 @@
+"""Every Redis key zaqar-delay writes, and every field it stores.
+
+All keys of one queue share the hash tag ``{<project>/<queue>}``, so a queue
+lives in one Redis Cluster slot and each Lua script touches one slot. Project
+and queue names are percent-encoded before they enter a key, so no name can
+forge a separator, a brace or another tenant's prefix.
+
+Queue keys (``Q`` = ``zd:{<project>/<queue>}``):
+
+=================  ======  ==================================================
+key                type    holds
+=================  ======  ==================================================
+``Q:msgs``         zset    every live message id, scored by position (marker)
+``Q:avail``        zset    ids claimable now, scored by position
+``Q:delayed``      zset    unclaimed ids not yet due, scored by ``d`` (ms)
+``Q:claimed``      zset    ids under a claim, scored by claim expiry (ms)
+``Q:expiry``       zset    every live id, scored by ``expires`` (ms)
+``Q:seq``          string  last position handed out
+``Q:claims``       zset    claim ids, scored by claim expiry (ms)
+``Q:dead``         zset    ids on their way to the dead-letter queue (outbox)
+``Q:m:<id>``       hash    one message, fields below
+``Q:c:<claim>``    hash    one claim: ``t`` ttl (s), ``e`` expiry (ms),
+                           ``g`` grace (s)
+``Q:cm:<claim>``   zset    ids handed out under that claim, by position
+=================  ======  ==================================================
+
+Only due, unclaimed messages are in ``avail``; a claim pops from it and never
+sees delayed or claimed messages, whatever their number. Scripts move ids
+from ``delayed`` and ``claimed`` into ``avail`` when their time has come
+(each id once), inside the same script that claims.
+
+Message hash fields:
+
+=====  ===================================================================
+field  meaning
+=====  ===================================================================
+``b``  body, JSON text
+``t``  ttl, seconds
+``cr`` created, epoch ms (Redis ``TIME``)
+``e``  expires, epoch ms (created + ttl, extended by claims)
+``d``  due, epoch ms (created + delay; claim expiry + redelivery delay)
+``u``  client UUID of the poster (for ``echo``)
+``p``  position in the queue
+``cc`` claim count
+``c``  claim id, or empty
+``ce`` claim expiry, epoch ms, or 0
+``rd`` redelivery delay (s) of the queue when it was last claimed
+``g``  group id (JSON-encoded), absent for ungrouped messages
+=====  ===================================================================
+
+Global keys: ``zd:queues`` (set of ``<project>/<queue>`` tags, for ``gc``).
+"""
+
+from urllib import parse
+
+PREFIX = 'zd'
+QUEUE_REGISTRY = PREFIX + ':queues'
+
+# Order of KEYS[] in every queue script (see lua/_common.lua).
+QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
+                      'claims', 'dead')
+
+
+def queue_tag(queue, project):
+    """``<project>/<queue>``, percent-encoded: data, never syntax."""
+    return '{}/{}'.format(parse.quote(project or '', safe=''),
+                          parse.quote(queue, safe=''))
+
+
+def queue_prefix(queue, project):
+    return '%s:{%s}' % (PREFIX, queue_tag(queue, project))
+
+
+def queue_keys(queue, project):
+    prefix = queue_prefix(queue, project)
+    return [prefix + ':' + suffix for suffix in QUEUE_KEY_SUFFIXES]
+
+
+def message_key(queue, project, message_id):
+    return queue_prefix(queue, project) + ':m:' + message_id
+
+
+def subscription_keys(queue, project):
+    """(id index zset, subscriber -> id hash) of a queue's subscriptions."""
+    prefix = queue_prefix(queue, project)
+    return prefix + ':subs', prefix + ':subscribers'
+
+
+def subscription_key(queue, project, subscription_id):
+    return queue_prefix(queue, project) + ':s:' + subscription_id

@@ -1,0 +1,135 @@
+-- Prepended to every queue script (see scripts.py); the key layout is in
+-- keys.py.
+--
+-- KEYS[1] msgs    zset id -> position      KEYS[5] expiry  zset id -> expires
+-- KEYS[2] avail   zset id -> position      KEYS[6] seq     string
+-- KEYS[3] delayed zset id -> due (d)       KEYS[7] claims  zset claim -> exp
+-- KEYS[4] claimed zset id -> claim expiry  KEYS[8] dead    zset id -> time
+-- ARGV[1] queue key prefix Q (message hashes are Q:m:<id>, claims Q:c:<id>)
+-- ARGV[2] "now" in epoch ms for tests, or "" to use the Redis clock
+-- Times are epoch milliseconds; ttl and delays arrive in seconds.
+
+local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local EXPIRY, SEQ, CLAIMS, DEAD = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local Q = ARGV[1]
+
+local function clock(override)
+  if override ~= '' then return tonumber(override) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local NOW = clock(ARGV[2])
+
+local function mkey(id) return Q .. ':m:' .. id end
+local function ckey(cid) return Q .. ':c:' .. cid end
+local function cmkey(cid) return Q .. ':cm:' .. cid end
+
+-- Remove a message from every index and delete it.
+local function drop(id)
+  redis.call('ZREM', MSGS, id)
+  redis.call('ZREM', AVAIL, id)
+  redis.call('ZREM', DELAYED, id)
+  redis.call('ZREM', CLAIMED, id)
+  redis.call('ZREM', EXPIRY, id)
+  redis.call('DEL', mkey(id))
+end
+
+-- File an unclaimed message under avail (due) or delayed (not yet due).
+local function place(id, due, pos)
+  if due > NOW then
+    redis.call('ZADD', DELAYED, due, id)
+  else
+    redis.call('ZADD', AVAIL, pos, id)
+  end
+end
+
+-- Claims that ended by expiry: redeliver their messages, after the
+-- redelivery delay recorded when they were claimed.
+local function release_expired_claims()
+  local ids = redis.call('ZRANGEBYSCORE', CLAIMED, '-inf', NOW)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', CLAIMED, id)
+    local f = redis.call('HMGET', mkey(id), 'p', 'ce', 'rd')
+    if f[1] then
+      local due = tonumber(f[2]) + tonumber(f[3] or 0) * 1000
+      redis.call('HSET', mkey(id), 'c', '', 'ce', 0, 'd', due)
+      place(id, due, tonumber(f[1]))
+    end
+  end
+end
+
+-- Delayed messages whose time has come become claimable, in position order.
+local function promote_due()
+  local ids = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', NOW)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', DELAYED, id)
+    local pos = redis.call('HGET', mkey(id), 'p')
+    if pos then redis.call('ZADD', AVAIL, pos, id) end
+  end
+end
+
+local function refresh()
+  release_expired_claims()
+  promote_due()
+end
+
+-- Drop up to `batch` expired messages (all of them when batch is nil).
+local function purge_expired(batch)
+  local ids
+  if batch then
+    ids = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', NOW, 'LIMIT', 0, batch)
+  else
+    ids = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', NOW)
+  end
+  for _, id in ipairs(ids) do drop(id) end
+  return #ids
+end
+
+local function live_claim_of(fields_c, fields_ce)
+  if fields_c and fields_c ~= '' and tonumber(fields_ce) > NOW then
+    return fields_c
+  end
+  return ''
+end
+
+-- Wire format of one message: id, body, ttl, created, claim count,
+-- live claim id ('' if none), position.
+local MESSAGE_FIELDS = {'b', 't', 'cr', 'cc', 'c', 'ce', 'p', 'e', 'd', 'u'}
+
+local function read(id)
+  local f = redis.call('HMGET', mkey(id), unpack(MESSAGE_FIELDS))
+  if not f[1] or tonumber(f[8]) <= NOW then return nil end
+  return {body = f[1], ttl = f[2], created = f[3], cc = f[4],
+          claim = live_claim_of(f[5], f[6]), pos = f[7],
+          due = tonumber(f[9]), client = f[10]}
+end
+
+local function emit(out, id, m)
+  local n = #out
+  out[n + 1] = id
+  out[n + 2] = m.body
+  out[n + 3] = m.ttl
+  out[n + 4] = m.created
+  out[n + 5] = m.cc
+  out[n + 6] = m.claim
+  out[n + 7] = m.pos
+end
+
+-- The oldest (sort 1) or newest (-1) due message, claimed or not.
+local function first_due(sort)
+  local start, step = 0, 50
+  while true do
+    local ids
+    if sort == 1 then
+      ids = redis.call('ZRANGE', MSGS, start, start + step - 1)
+    else
+      ids = redis.call('ZREVRANGE', MSGS, start, start + step - 1)
+    end
+    if #ids == 0 then return nil end
+    for _, id in ipairs(ids) do
+      local m = read(id)
+      if m and m.due <= NOW then return id, m end
+    end
+    start = start + step
+  end
+end

@@ -1,0 +1,11 @@
+-- Counts of a queue after settling due and expired messages.
+-- Returns {NOW, total, claimed, delayed, {oldest wire}, {newest wire}}.
+refresh()
+purge_expired(nil)
+local oldest, newest = {}, {}
+local id, m = first_due(1)
+if id then emit(oldest, id, m) end
+id, m = first_due(-1)
+if id then emit(newest, id, m) end
+return {NOW, redis.call('ZCARD', MSGS), redis.call('ZCARD', CLAIMED),
+        redis.call('ZCARD', DELAYED), oldest, newest}

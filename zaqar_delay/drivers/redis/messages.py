@@ -1,0 +1,114 @@
+"""Messages on Redis: each operation is one Lua script (see lua/)."""
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import controller
+from zaqar_delay import errors
+from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import wire
+
+# Ids purged per purge.lua call when a queue is deleted.
+PURGE_BATCH = 1000
+
+_DELETE_ERRORS = {
+    1: storage_errors.MessageNotClaimed,
+    3: storage_errors.MessageIsClaimed,
+}
+
+
+class MessageController(controller.MessageController):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._run = driver.run_script
+
+    def _insert(self, queue, project, messages, client_uuid):
+        args = [client_uuid]
+        for message in messages:
+            args += [message.id, message.ttl, message.delay,
+                     message.body_json, message.group or '']
+        registry_entry = keys.queue_tag(queue, project)
+
+        def post(pipe):
+            pipe.sadd(keys.QUEUE_REGISTRY, registry_entry)
+            self._run('post', queue, project, *args, client=pipe)
+
+        self.driver.pipelined(post)
+
+    def _list(self, queue, project, marker, limit, echo, client_uuid,
+              include_claimed, include_delayed):
+        now, last, flat = self._run(
+            'list', queue, project, '' if marker is None else marker, limit,
+            int(include_claimed), int(include_delayed), int(echo),
+            client_uuid or '')
+        return wire.messages(now, flat), (int(last) if last else None)
+
+    def _first(self, queue, project, sort):
+        now, flat = self._run('first', queue, project, sort)
+        found = wire.messages(now, flat, include_created=True)
+        return found[0] if found else None
+
+    def _get_many(self, queue, project, message_ids):
+        if not message_ids:
+            return []
+        now, flat = self._run('get', queue, project, *message_ids)
+        return wire.messages(now, flat)
+
+    def _delete(self, queue, project, message_id, claim_id):
+        code = self._run('delete', queue, project, message_id, claim_id or '')
+        if code == 2:
+            raise storage_errors.MessageNotClaimedBy(message_id, claim_id)
+        if code in _DELETE_ERRORS:
+            raise _DELETE_ERRORS[code](message_id)
+
+    def _bulk_delete(self, queue, project, message_ids, claim_ids):
+        if not message_ids:
+            return
+        claim_ids = claim_ids or []
+        result = self._run('bulk_delete', queue, project, len(claim_ids),
+                           *claim_ids, *message_ids)
+        if result[0] == 1:
+            raise storage_errors.ClaimDoesNotMatch(
+                ','.join(claim_ids), queue, project)
+
+    def _pop(self, queue, project, limit, policy):
+        return self.driver.claim_controller.take(
+            queue, project, limit, policy, mode='pop')[1]
+
+    def _purge_queue(self, queue, project):
+        while self._run('purge', queue, project, PURGE_BATCH):
+            pass
+        self.driver.unregister_queue(queue, project)
+
+    def _stats(self, queue, project):
+        now, total, claimed, delayed, oldest, newest = self._run(
+            'stats', queue, project)
+        stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
+                 'free': total - claimed - delayed}
+        if oldest:
+            stats['oldest'] = _stat_entry(now, oldest)
+            stats['newest'] = _stat_entry(now, newest)
+        return stats
+
+    def gc(self, queue, project, batch, outbox_age_ms):
+        """Settle one queue; finish dead-letter moves abandoned midway."""
+        dropped, abandoned = self._run('gc', queue, project, batch,
+                                       outbox_age_ms)
+        if abandoned:
+            self.driver.claim_controller.dead_letter(
+                queue, project, self.policy(queue, project),
+                [_text(mid) for mid in abandoned])
+        return dropped
+
+
+def _stat_entry(now, flat):
+    message = wire.messages(now, flat, include_created=True)[0]
+    return {'id': message['id'], 'age': message['age'],
+            'created': message['created']}
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+__all__ = ['MessageController', 'errors']

@@ -1,0 +1,145 @@
+"""Notification subscriptions on Redis.
+
+Per queue: ``Q:subs`` (zset id -> creation order), ``Q:subscribers`` (hash
+subscriber URI -> id, for the duplicate check) and ``Q:s:<id>`` (hash: ``s``
+source, ``u`` subscriber, ``t`` ttl, ``e`` expires (s), ``o`` options JSON,
+``c`` confirmed 0/1), expiring with the subscription. A subscription is
+created with a Lua-free ``HSETNX`` on the subscriber index, so two concurrent
+creates of the same subscriber cannot both succeed.
+"""
+
+import json
+import time
+import uuid
+
+from zaqar.storage import base as storage
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay.drivers.redis import keys
+
+FIELDS = ('s', 'u', 't', 'e', 'o', 'c')
+
+
+class SubscriptionController(storage.Subscription):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._client = driver.connection
+        self._guarded = driver.guarded
+
+    def _load(self, queue, project, subscription_id):
+        key = keys.subscription_key(queue, project, subscription_id)
+        values = self._guarded(lambda: self._client.hmget(key, FIELDS))
+        if values[0] is None:
+            return None
+        source, subscriber, ttl, expires, options, confirmed = (
+            v.decode() for v in values)
+        now = int(time.time())
+        return {'id': subscription_id, 'source': source,
+                'subscriber': subscriber, 'ttl': int(ttl),
+                'age': now - (int(expires) - int(ttl)),
+                'options': json.loads(options),
+                'confirmed': confirmed == '1'}
+
+    def list(self, queue, project=None, marker=None,
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+        index, _ = keys.subscription_keys(queue, project)
+        start = '-inf'
+        if marker:
+            score = self._guarded(lambda: self._client.zscore(index, marker))
+            start = '({}'.format(score) if score is not None else '-inf'
+        ids = self._guarded(lambda: self._client.zrangebyscore(
+            index, start, '+inf', start=0, num=limit))
+        found = [self._load(queue, project, sid.decode()) for sid in ids]
+        found = [sub for sub in found if sub]
+        yield iter(found)
+        yield found[-1]['id'] if found else None
+
+    def get(self, queue, subscription_id, project=None):
+        found = self._load(queue, project, subscription_id)
+        if found is None:
+            raise storage_errors.SubscriptionDoesNotExist(subscription_id)
+        return found
+
+    def create(self, queue, subscriber, ttl, options, project=None):
+        index, subscribers = keys.subscription_keys(queue, project)
+        existing = self.get_with_subscriber(queue, subscriber, project)
+        if existing is not None:
+            return None
+        subscription_id = str(uuid.uuid4())
+        if not self._guarded(lambda: self._client.hsetnx(
+                subscribers, subscriber, subscription_id)):
+            return None
+        now = int(time.time())
+        key = keys.subscription_key(queue, project, subscription_id)
+
+        def write(pipe):
+            pipe.hset(key, mapping={'s': queue, 'u': subscriber, 't': ttl,
+                                    'e': now + ttl,
+                                    'o': json.dumps(options), 'c': 0})
+            pipe.expire(key, ttl)
+            pipe.zadd(index, {subscription_id: time.time()})
+
+        self.driver.pipelined(write)
+        return subscription_id
+
+    def update(self, queue, subscription_id, project=None, **kwargs):
+        current = self.get(queue, subscription_id, project)
+        index, subscribers = keys.subscription_keys(queue, project)
+        key = keys.subscription_key(queue, project, subscription_id)
+        fields = {}
+        new_subscriber = kwargs.get('subscriber')
+        if new_subscriber and new_subscriber != current['subscriber']:
+            if not self._guarded(lambda: self._client.hsetnx(
+                    subscribers, new_subscriber, subscription_id)):
+                raise storage_errors.SubscriptionAlreadyExists()
+            self._guarded(lambda: self._client.hdel(
+                subscribers, current['subscriber']))
+            fields['u'] = new_subscriber
+        if kwargs.get('options') is not None:
+            fields['o'] = json.dumps(kwargs['options'])
+        ttl = kwargs.get('ttl')
+        if ttl is not None:
+            fields.update(t=ttl, e=int(time.time()) + ttl)
+
+        def write(pipe):
+            if fields:
+                pipe.hset(key, mapping=fields)
+            if ttl is not None:
+                pipe.expire(key, ttl)
+
+        self.driver.pipelined(write)
+
+    def exists(self, queue, subscription_id, project=None):
+        return self._load(queue, project, subscription_id) is not None
+
+    def delete(self, queue, subscription_id, project=None):
+        found = self._load(queue, project, subscription_id)
+        index, subscribers = keys.subscription_keys(queue, project)
+
+        def remove(pipe):
+            pipe.zrem(index, subscription_id)
+            pipe.delete(keys.subscription_key(queue, project,
+                                              subscription_id))
+            if found:
+                pipe.hdel(subscribers, found['subscriber'])
+
+        self.driver.pipelined(remove)
+
+    def get_with_subscriber(self, queue, subscriber, project=None):
+        index, subscribers = keys.subscription_keys(queue, project)
+        sid = self._guarded(lambda: self._client.hget(subscribers,
+                                                      subscriber))
+        if sid is None:
+            return None
+        found = self._load(queue, project, sid.decode())
+        if found is None:
+            # The subscription expired; free its subscriber URI.
+            self._guarded(lambda: self._client.hdel(subscribers, subscriber))
+            self._guarded(lambda: self._client.zrem(index, sid))
+        return found
+
+    def confirm(self, queue, subscription_id, project=None, confirmed=True):
+        self.get(queue, subscription_id, project)
+        key = keys.subscription_key(queue, project, subscription_id)
+        self._guarded(lambda: self._client.hset(key, 'c', int(confirmed)))

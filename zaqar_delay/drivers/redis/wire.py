@@ -1,0 +1,26 @@
+"""Decoding of the message lists that the Lua scripts return."""
+
+import json
+
+from zaqar_delay import controller
+
+WIRE_FIELDS = 7  # id, body, ttl, created, claim count, claim id, position
+
+
+def messages(now_ms, flat, include_created=False):
+    """Message dicts from a flat wire list (see ``emit`` in _common.lua)."""
+    out = []
+    for i in range(0, len(flat), WIRE_FIELDS):
+        mid, body, ttl, created, count, claim, position = \
+            flat[i:i + WIRE_FIELDS]
+        message = controller.basic_message(
+            _text(mid), json.loads(body), int(ttl), int(created), now_ms,
+            claim_id=_text(claim) or None, claim_count=int(count),
+            include_created=include_created)
+        message['marker'] = _text(position)
+        out.append(message)
+    return out
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,22 @@
+"""Errors raised by zaqar-delay drivers.
+
+Every error is one of Zaqar's storage errors, so Zaqar's transport maps it to
+the right HTTP status. Bad input additionally derives from Zaqar's
+``ValidationFailed``, which the transport answers with 400 and the message
+text, instead of the 503 it gives an unknown storage error.
+"""
+
+from zaqar.storage import errors as storage_errors
+from zaqar.transport import validation
+
+
+class InvalidInput(storage_errors.ExceptionBase, validation.ValidationFailed):
+    """A message, claim or queue attribute was refused; nothing was stored."""
+
+    def __init__(self, message):
+        Exception.__init__(self, message)
+
+
+def invalid_field(field, value, expected):
+    return InvalidInput('{} must be {}; got {!r}'.format(
+        field, expected, value))

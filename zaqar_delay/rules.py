@@ -1,0 +1,207 @@
+"""Rules shared by every backend: validation, effective delay, group ids.
+
+Nothing here touches a store. Backends receive already-validated values
+(:class:`QueuePolicy`, :class:`NewMessage`) and only stamp times with their
+own clock.
+"""
+
+import dataclasses
+import json
+import uuid
+
+from zaqar_delay import errors
+
+# Queue metadata keys that zaqar-delay reads, besides Zaqar's own.
+DEFAULT_DELAY = '_default_message_delay'
+GROUP_KEY = '_message_group_key'
+MAX_CLAIM_COUNT = '_max_claim_count'
+DEAD_LETTER_QUEUE = '_dead_letter_queue'
+DEAD_LETTER_TTL = '_dead_letter_queue_messages_ttl'
+REDELIVERY_DELAY = '_redelivery_delay'
+
+# A JSON body key is data; this bound only keeps a typo from naming a
+# 10 MB "key". Zaqar's queue metadata is itself capped at 64 KiB.
+MAX_GROUP_KEY_LENGTH = 256
+MAX_QUEUE_NAME_LENGTH = 64
+
+
+def is_strict_int(value):
+    """True for ints; False for bools, floats, strings and None."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(field, value, low, high):
+    """Return ``value`` if it is an int in [low, high], else raise.
+
+    The error names the field, the value and the bound, and is raised before
+    anything is stored.
+    """
+    if not is_strict_int(value) or not low <= value <= high:
+        raise errors.InvalidInput(
+            '{} must be an integer from {} to {} seconds; got {!r}'.format(
+                field, low, high, value))
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class QueuePolicy:
+    """What a queue's metadata asks of its messages and claims."""
+
+    default_delay: int = 0
+    group_key: str = None
+    max_claim_count: int = 0
+    dead_letter_queue: str = None
+    dead_letter_ttl: int = None
+    redelivery_delay: int = 0
+
+    @property
+    def is_delayed(self):
+        return self.default_delay > 0
+
+    @classmethod
+    def from_metadata(cls, metadata, max_delay):
+        """Parse and strictly validate queue metadata.
+
+        Unset or ``None`` values mean "feature off". Zaqar's own transport
+        validates some of these keys loosely (it lets ``True`` through as a
+        delay); this is the check every backend relies on.
+        """
+        metadata = metadata or {}
+
+        def get(key):
+            return metadata.get(key)
+
+        default_delay = get(DEFAULT_DELAY)
+        if default_delay is not None:
+            check_int(DEFAULT_DELAY, default_delay, 0, max_delay)
+        redelivery = get(REDELIVERY_DELAY)
+        if redelivery is not None:
+            check_int(REDELIVERY_DELAY, redelivery, 0, max_delay)
+        max_claims = get(MAX_CLAIM_COUNT)
+        if max_claims is not None:
+            check_int(MAX_CLAIM_COUNT, max_claims, 1, 2 ** 31)
+        dlq = get(DEAD_LETTER_QUEUE)
+        if dlq is not None and (not isinstance(dlq, str) or not dlq
+                                or len(dlq) > MAX_QUEUE_NAME_LENGTH):
+            raise errors.invalid_field(
+                DEAD_LETTER_QUEUE, dlq,
+                'a queue name of 1 to {} characters'.format(
+                    MAX_QUEUE_NAME_LENGTH))
+        dlq_ttl = get(DEAD_LETTER_TTL)
+        if dlq_ttl is not None:
+            check_int(DEAD_LETTER_TTL, dlq_ttl, 1, 2 ** 31)
+        group_key = get(GROUP_KEY)
+        if group_key is not None and (
+                not isinstance(group_key, str) or not group_key
+                or len(group_key) > MAX_GROUP_KEY_LENGTH):
+            raise errors.invalid_field(
+                GROUP_KEY, group_key,
+                'a body key of 1 to {} characters'.format(
+                    MAX_GROUP_KEY_LENGTH))
+        return cls(default_delay=default_delay or 0,
+                   group_key=group_key or None,
+                   max_claim_count=max_claims or 0,
+                   dead_letter_queue=dlq,
+                   dead_letter_ttl=dlq_ttl,
+                   redelivery_delay=redelivery or 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class NewMessage:
+    """A validated message, ready for a backend to stamp and store."""
+
+    id: str
+    ttl: int
+    delay: int
+    body: object
+    body_json: str
+    group: str = None
+
+
+def effective_delay(message, policy, max_delay):
+    """The delay (seconds) that applies to ``message`` on this queue.
+
+    A message's own ``delay`` overrides the queue default; on a normal queue
+    (no default delay) it has no effect. It is validated either way, so bad
+    input is refused the same on every queue.
+    """
+    given = 'delay' in message
+    if given:
+        check_int('delay', message['delay'], 0, max_delay)
+    if not policy.is_delayed:
+        return 0
+    return message['delay'] if given else policy.default_delay
+
+
+def group_of(body, policy, max_length):
+    """The group id of a message body, or None for an ungrouped message.
+
+    Group ids are strings or integers taken from the body key that the queue
+    names. They are returned JSON-encoded (``'"a"'`` and ``'1'`` stay
+    distinct) and are never used as syntax by any backend.
+    """
+    if policy.group_key is None or not isinstance(body, dict):
+        return None
+    value = body.get(policy.group_key)
+    if value is None:
+        return None
+    if not (isinstance(value, str) or is_strict_int(value)):
+        raise errors.invalid_field(
+            'group id (body key {!r})'.format(policy.group_key), value,
+            'a string or an integer')
+    encoded = json.dumps(value, ensure_ascii=False)
+    if len(encoded) > max_length:
+        raise errors.InvalidInput(
+            'group id (body key {!r}) may be at most {} characters; got {}'
+            .format(policy.group_key, max_length, len(encoded)))
+    return encoded
+
+
+def prepare_messages(messages, policy, max_delay, max_group_id_length):
+    """Validate posted messages; raise before anything is stored."""
+    messages = list(messages)
+    if not messages:
+        raise errors.InvalidInput('at least one message must be posted')
+    prepared = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or 'body' not in message:
+            raise errors.InvalidInput(
+                'message {} must be an object with a body'.format(index))
+        ttl = message.get('ttl')
+        if not is_strict_int(ttl) or ttl < 1:
+            raise errors.invalid_field('ttl', ttl, 'a positive integer')
+        body = message['body']
+        try:
+            body_json = json.dumps(body, ensure_ascii=False,
+                                   allow_nan=False, separators=(',', ':'))
+        except (TypeError, ValueError) as exc:
+            raise errors.InvalidInput(
+                'message {} body is not JSON: {}'.format(index, exc))
+        prepared.append(NewMessage(
+            id=str(uuid.uuid4()),
+            ttl=ttl,
+            delay=effective_delay(message, policy, max_delay),
+            body=body,
+            body_json=body_json,
+            group=group_of(body, policy, max_group_id_length)))
+    return prepared
+
+
+def check_claim_metadata(metadata):
+    """Return (ttl, grace) of a claim request, strictly validated."""
+    if not isinstance(metadata, dict):
+        raise errors.invalid_field('claim metadata', metadata, 'an object')
+    ttl = metadata.get('ttl')
+    grace = metadata.get('grace', 0)
+    if not is_strict_int(ttl) or ttl < 1:
+        raise errors.invalid_field('claim ttl', ttl, 'a positive integer')
+    if not is_strict_int(grace) or grace < 0:
+        raise errors.invalid_field('claim grace', grace,
+                                   'a non-negative integer')
+    return ttl, grace
+
+
+def check_limit(limit, field='limit'):
+    if not is_strict_int(limit) or limit < 1:
+        raise errors.invalid_field(field, limit, 'a positive integer')
+    return limit

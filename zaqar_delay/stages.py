@@ -1,0 +1,27 @@
+"""Queue pipeline stage shared by every zaqar-delay data driver.
+
+Zaqar asks a data driver for queue stats, and tells it about queue deletion,
+through stages registered under ``<driver module>.queue.stages``; this is the
+stage each of our drivers registers there.
+"""
+
+from zaqar.storage import errors as storage_errors
+
+
+class QueueStage:
+
+    def __init__(self, driver, control_driver):
+        self._driver = driver
+
+    @property
+    def _messages(self):
+        return self._driver.message_controller
+
+    def delete(self, name, project=None):
+        # Returning None lets the pipeline go on to delete the metadata.
+        self._messages._purge_queue(name, project)
+
+    def stats(self, name, project=None):
+        if not self._driver.queue_controller.exists(name, project=project):
+            raise storage_errors.QueueDoesNotExist(name, project)
+        return {'messages': self._messages._stats(name, project)}
