@@ -20,3 +20,10 @@ class InvalidInput(storage_errors.ExceptionBase, validation.ValidationFailed):
 def invalid_field(field, value, expected):
     return InvalidInput('{} must be {}; got {!r}'.format(
         field, expected, value))
+
+
+class BackendUnavailable(storage_errors.ConnectionError):
+    """The store could not be reached or refused the operation; Zaqar
+    answers 503 and the client may retry."""
+
+    msg_format = '{backend} is unavailable: {reason}'

@@ -5,7 +5,8 @@ from urllib import parse
 
 import redis
 from oslo_log import log as logging
-from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import errors
 
 LOG = logging.getLogger(__name__)
 
@@ -45,8 +46,8 @@ def guarded(call, attempts, sleep):
             if attempt == attempts:
                 LOG.error('Redis unreachable after %d attempts: %s',
                           attempts + 1, exc)
-                raise storage_errors.ConnectionError(str(exc))
+                raise errors.BackendUnavailable(backend='Redis', reason=exc)
             time.sleep(sleep * (2 ** attempt))
         except redis.exceptions.ResponseError as exc:
             LOG.error('Redis refused an operation: %s', exc)
-            raise storage_errors.ConnectionError(str(exc))
+            raise errors.BackendUnavailable(backend='Redis', reason=exc)

@@ -115,8 +115,9 @@ local function emit(out, id, m)
   out[n + 7] = m.pos
 end
 
--- The oldest (sort 1) or newest (-1) due message, claimed or not.
-local function first_due(sort)
+-- The oldest (sort 1) or newest (-1) live message, claimed or not; only
+-- due ones when due_only.
+local function first_live(sort, due_only)
   local start, step = 0, 50
   while true do
     local ids
@@ -128,7 +129,7 @@ local function first_due(sort)
     if #ids == 0 then return nil end
     for _, id in ipairs(ids) do
       local m = read(id)
-      if m and m.due <= NOW then return id, m end
+      if m and (m.due <= NOW or not due_only) then return id, m end
     end
     start = start + step
   end

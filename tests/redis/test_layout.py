@@ -1,0 +1,150 @@
+"""Redis-specific: key layout, hash tags, script costs and crash recovery."""
+
+import json
+import re
+import uuid
+
+import pytest
+import redis as redis_py
+from zaqar.storage import errors as storage_errors
+
+from tests import backends
+from tests.contract.helpers import CLIENT, claim, listed, post
+from tests.factories import redis as redis_factory
+from zaqar_delay.drivers.redis import keys
+
+
+@pytest.fixture
+def driver(request, conf):
+    data_driver = redis_factory.make_driver(request, conf)
+    yield data_driver
+    data_driver.close()
+
+
+@pytest.fixture
+def raw(redis_url):
+    return redis_py.Redis.from_url(redis_url)
+
+
+@pytest.fixture
+def clock(driver):
+    fake = backends.FakeClock()
+    driver.use_clock(fake)
+    yield fake
+    driver.use_clock(None)
+
+
+def ours(raw, project):
+    tag = keys.queue_tag('', project).rstrip('/')
+    return [k.decode() for k in raw.scan_iter('zd:{%s/*' % tag)]
+
+
+def slot_tag(key):
+    return re.match(r'[^{]*\{([^}]*)\}', key).group(1)
+
+
+@pytest.mark.parametrize('project', ['plain', 'a}b{c', 'x/y:z', '\u2603',
+                                     '*?[]', 'zd:{other/q}'])
+def test_every_key_of_a_queue_shares_one_intact_hash_tag(driver, raw,
+                                                         project):
+    driver.queue_controller.create('q', project=project)
+    ids = post(driver, 'q', project, 'a', 'b')
+    claim(driver, 'q', project, limit=1)
+    found = ours(raw, project)
+    assert found and all(k.startswith('zd:{') for k in found)
+    assert {slot_tag(k) for k in found} == {keys.queue_tag('q', project)}
+    assert not any(k in ids for k in (x.decode() for x in raw.keys()))
+
+
+def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 600}, project=project)
+    for _ in range(10):
+        driver.message_controller.post(
+            'q', [{'ttl': 900, 'body': i} for i in range(100)], CLIENT,
+            project=project)
+    post(driver, 'q', project, 'ready', delay=0)
+    raw.config_resetstat()
+    assert [m['body'] for m in claim(driver, 'q', project)[1]] == ['ready']
+    stats = raw.info('commandstats')
+    reads = sum(stats.get('cmdstat_' + c, {}).get('calls', 0)
+                for c in ('hmget', 'hget', 'hgetall'))
+    assert reads <= 3, 'claim read %d message hashes' % reads
+
+
+def test_a_retried_post_does_not_duplicate(driver, project):
+    driver.queue_controller.create('q', project=project)
+    args = [CLIENT.hex, 'fixed-id', 60, 0, json.dumps('once'), '']
+    driver.run_script('post', 'q', project, *args)
+    driver.run_script('post', 'q', project, *args)
+    assert [m['body'] for m in listed(driver, 'q', project)] == ['once']
+
+
+def test_gc_finishes_an_interrupted_dead_letter_move_exactly_once(
+        driver, project, clock):
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create(
+        'q', metadata={'_max_claim_count': 1, '_dead_letter_queue': 'dlq'},
+        project=project)
+    mid = post(driver, 'q', project, 'poison')[0]
+    claim(driver, 'q', project, ttl=60)
+    clock.advance(60)
+    # The claim script moves the message to the outbox; the process "dies"
+    # before copying it into the dead-letter queue.
+    _, flat, dead = driver.run_script('claim', 'q', project, 'c', 60, 0, 10,
+                                      1, 1, 0, 'claim')
+    assert [d.decode() for d in dead] == [mid] and flat == []
+    assert listed(driver, 'dlq', project) == []
+    clock.advance(61)
+    driver.gc()
+    driver.gc()
+    assert [m['id'] for m in listed(driver, 'dlq', project)] == [mid]
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
+def test_gc_removes_everything_expired(driver, raw, project, clock):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 100}, project=project)
+    post(driver, 'q', project, *range(50), ttl=60)
+    clock.advance(61)
+    driver.gc()
+    remaining = [k for k in ours(raw, project)
+                 if not k.endswith((':seq', ':claims'))]
+    assert remaining == []
+
+
+def test_unreachable_redis_raises_zaqars_connection_error(conf, redis_url):
+    from zaqar_delay.drivers.redis import driver as redis_driver
+    from tests.servers.redis_server import free_port
+    conf.set_override('uri', 'delay.redis://127.0.0.1:%d' % free_port(),
+                      group='drivers:message_store:delay.redis')
+    conf.set_override('max_reconnect_attempts', 1,
+                      group='drivers:message_store:delay.redis')
+    conf.set_override('reconnect_sleep', 0.01,
+                      group='drivers:message_store:delay.redis')
+    data_driver = redis_driver.DataDriver(
+        conf, None, backends.control_driver(conf, redis_url))
+    data_driver.queue_controller.create('q', project='p')
+    with pytest.raises(storage_errors.ConnectionError):
+        post(data_driver, 'q', 'p', 'x')
+    assert data_driver.is_alive() is False
+
+
+def test_uri_forms(conf):
+    from zaqar_delay.drivers.redis import connection
+    tcp = connection.client_from_uri('delay.redis://:s%40cret@h:7000/3', 1)
+    kwargs = tcp.connection_pool.connection_kwargs
+    assert (kwargs['host'], kwargs['port'], kwargs['db'],
+            kwargs['password']) == ('h', 7000, 3, 's@cret')
+    unix = connection.client_from_uri('redis:///run/redis.sock?db=2', 1)
+    assert unix.connection_pool.connection_kwargs['path'] == '/run/redis.sock'
+    with pytest.raises(ValueError, match='delay.redis://'):
+        connection.client_from_uri('mongodb://x', 1)
+
+
+def test_claim_ids_are_fresh_uuids(driver, project):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+    first, _ = claim(driver, 'q', project, limit=1)
+    second, _ = claim(driver, 'q', project, limit=1)
+    assert first != second and uuid.UUID(first) and uuid.UUID(second)

@@ -1,0 +1,138 @@
+"""Zaqar itself, configured with a zaqar-delay driver.
+
+``write_config`` makes a zaqar.conf; ``WsgiApp`` serves Zaqar's real WSGI
+app in this process on a loopback port; ``ZaqarServer`` runs the
+``zaqar-server`` console script as a separate process, as an operator would.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from wsgiref import simple_server
+
+from tests.servers.redis_server import free_port
+
+CONFIG = """[DEFAULT]
+auth_strategy =
+debug = false
+use_stderr = true
+
+[drivers]
+transport = wsgi
+message_store = {message_store}
+management_store = redis
+
+[drivers:transport:wsgi]
+bind = 127.0.0.1
+port = {port}
+
+[drivers:management_store:redis]
+uri = {redis_url}
+
+{store_section}
+
+[transport]
+max_message_delay = {max_delay}
+
+[signed_url]
+secret_key = zaqar-delay-tests
+"""
+
+
+def write_config(directory, redis_url, port, message_store='delay.redis',
+                 store_options=None, max_delay=900):
+    """Write zaqar.conf for ``message_store`` and return its path."""
+    options = dict(store_options or {})
+    section = '[drivers:message_store:{}]\n'.format(message_store) + ''.join(
+        '{} = {}\n'.format(k, v) for k, v in options.items())
+    path = os.path.join(directory, 'zaqar.conf')
+    with open(path, 'w') as conf_file:
+        conf_file.write(CONFIG.format(
+            message_store=message_store, port=port, redis_url=redis_url,
+            store_section=section, max_delay=max_delay))
+    return path
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class WsgiApp:
+    """Zaqar's WSGI app from ``zaqar.bootstrap``, served on a thread."""
+
+    def __init__(self, config_path):
+        from oslo_config import cfg
+        from zaqar import bootstrap
+        conf = cfg.ConfigOpts()
+        conf(args=[], project='zaqar', default_config_files=[config_path])
+        self.bootstrap = bootstrap.Bootstrap(conf)
+        self.app = self.bootstrap.transport.app
+        self.port = free_port()
+        self._server = simple_server.make_server(
+            '127.0.0.1', self.port, self.app,
+            handler_class=_QuietHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        daemon=True)
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:{}'.format(self.port)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class ZaqarServer:
+    """``zaqar-server --config-file zaqar.conf`` in its own process."""
+
+    def __init__(self, redis_url, message_store='delay.redis',
+                 store_options=None):
+        self.workdir = tempfile.mkdtemp(prefix='zd-zaqar-')
+        self.port = free_port()
+        self.config = write_config(self.workdir, redis_url, self.port,
+                                   message_store, store_options)
+        self.process = None
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:{}'.format(self.port)
+
+    def start(self, timeout=60):
+        binary = os.path.join(os.path.dirname(sys.executable),
+                              'zaqar-server')
+        self.log = open(os.path.join(self.workdir, 'zaqar.log'), 'wb')
+        self.process = subprocess.Popen(
+            [binary, '--config-file', self.config], stdout=self.log,
+            stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                socket.create_connection(('127.0.0.1', self.port), 0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        with open(os.path.join(self.workdir, 'zaqar.log')) as log:
+            raise RuntimeError('zaqar-server did not start:\n' + log.read())
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
