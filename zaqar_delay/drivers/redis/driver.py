@@ -68,9 +68,12 @@ class DataDriver(storage.DataDriverBase):
         return run() if client is not None else self.guarded(run)
 
     def pipelined(self, fill):
-        """Send the commands ``fill(pipe)`` queues as one transaction."""
+        """Send the commands ``fill(pipe)`` queues in one round trip.
+
+        Not a MULTI transaction: each queued command is a script or a
+        single idempotent command, atomic on its own."""
         def send():
-            with self.connection.pipeline(transaction=True) as pipe:
+            with self.connection.pipeline(transaction=False) as pipe:
                 fill(pipe)
                 return pipe.execute()
         return self.guarded(send)

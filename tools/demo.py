@@ -1,0 +1,116 @@
+"""A local Zaqar on the zaqar-delay Redis driver, and a short tour of it.
+
+Starts its own redis-server and ``zaqar-server`` on free loopback ports,
+then talks to Zaqar's unchanged v2 REST API as any client would.
+"""
+
+import argparse
+import os
+import sys
+import time
+import uuid
+
+import requests
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from tests.servers.redis_server import RedisServer  # noqa: E402
+from tests.servers.zaqar_server import ZaqarServer  # noqa: E402
+
+
+class Api:
+    def __init__(self, url):
+        self.base = url + '/v2/queues/'
+        self.headers = {'Client-ID': str(uuid.uuid4()),
+                        'X-Project-ID': 'demo'}
+
+    def __call__(self, method, path, **kwargs):
+        reply = requests.request(method, self.base + path, timeout=10,
+                                 headers=self.headers, **kwargs)
+        if reply.status_code >= 300 and reply.status_code != 204:
+            raise SystemExit('{} {} -> {} {}'.format(
+                method, path, reply.status_code, reply.text))
+        return reply.json() if reply.content else None
+
+
+def show(title):
+    print('\n== ' + title)
+
+
+def bodies(messages):
+    return [m['body'] for m in messages]
+
+
+def tour(api):
+    show('A delayed queue: every message waits 3 s unless it says otherwise')
+    api('PUT', 'orders', json={'_default_message_delay': 3})
+    api('POST', 'orders/messages', json={'messages': [
+        {'ttl': 300, 'body': {'order': 1, 'note': 'queue default delay'}},
+        {'ttl': 300, 'body': {'order': 2, 'note': 'delay 0'}, 'delay': 0},
+        {'ttl': 300, 'body': {'order': 3, 'note': 'delay 6'}, 'delay': 6},
+    ]})
+    print('visible now:      ', bodies(api('GET', 'orders/messages',
+                                           params={'echo': 'true'})
+                                       ['messages']))
+    print('with delayed:     ', bodies(api('GET', 'orders/messages', params={
+        'echo': 'true', 'include_delayed': 'true'})['messages']))
+    print('stats:            ', api('GET', 'orders/stats')['messages'])
+    claim = api('POST', 'orders/claims', json={'ttl': 60, 'grace': 60})
+    print('claim now:        ', bodies(claim['messages']))
+    time.sleep(3.2)
+    claim = api('POST', 'orders/claims', json={'ttl': 60, 'grace': 60})
+    print('claim after 3 s:  ', bodies(claim['messages']))
+    time.sleep(3)
+    claim = api('POST', 'orders/claims', json={'ttl': 60, 'grace': 60})
+    print('claim after 6 s:  ', bodies(claim['messages']))
+
+    show('Bad input is refused, and nothing is stored')
+    reply = requests.post(api.base + 'orders/messages', headers=api.headers,
+                          json={'messages': [{'ttl': 300, 'body': 'x',
+                                              'delay': True}]}, timeout=10)
+    print('delay=true ->', reply.status_code, reply.json()['description'])
+
+    show('Bounded redelivery: 2 attempts, then the dead-letter queue')
+    api('PUT', 'dead', json={})
+    api('PUT', 'jobs', json={'_max_claim_count': 2,
+                             '_dead_letter_queue': 'dead'})
+    api('POST', 'jobs/messages', json={'messages': [
+        {'ttl': 300, 'body': 'poison pill'}]})
+    for attempt in (1, 2):
+        claim = api('POST', 'jobs/claims', json={'ttl': 60, 'grace': 60})
+        claim_id = claim['messages'][0]['href'].split('claim_id=')[1]
+        print('attempt', attempt, 'got', bodies(claim['messages']),
+              '- consumer gives up (releases the claim)')
+        api('DELETE', 'jobs/claims/' + claim_id)
+    print('attempt 3 gets:   ', api('POST', 'jobs/claims', json={
+        'ttl': 60, 'grace': 60}))
+    print('dead-letter queue:', bodies(api('GET', 'dead/messages', params={
+        'echo': 'true'})['messages']))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--serve', action='store_true',
+                        help='keep Zaqar running after the demo')
+    args = parser.parse_args()
+    with RedisServer() as redis:
+        zaqar = ZaqarServer(redis.url, 'delay.redis', {
+            'uri': redis.url.replace('redis://', 'delay.redis://')}).start()
+        try:
+            print('Zaqar (message_store = delay.redis) at', zaqar.url)
+            print('its zaqar.conf:', zaqar.config)
+            tour(Api(zaqar.url))
+            if args.serve:
+                print('\nServing at {} (project header X-Project-ID); '
+                      'Ctrl-C stops.'.format(zaqar.url))
+                while True:
+                    time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            zaqar.stop()
+
+
+if __name__ == '__main__':
+    main()
