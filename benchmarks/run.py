@@ -23,7 +23,10 @@ def redis_pair(redis_url):
     conf = backends.make_conf()
     conf.set_override('uri', redis_url.replace('redis://', 'delay.redis://'),
                       group='drivers:message_store:delay.redis')
-    conf.set_override('uri', redis_url, group='drivers:message_store:redis')
+    # Zaqar's default 0.1 s socket timeout cannot wait out its own claim
+    # script scanning 100,000 delayed messages.
+    conf.set_override('uri', redis_url + '?socket_timeout=120',
+                      group='drivers:message_store:redis')
     control = backends.control_driver(conf, redis_url)
     return (ours.DataDriver(conf, None, control),
             zaqar_redis.DataDriver(conf, None, control))

@@ -54,9 +54,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def post(self, queue, messages, client_uuid, project=None):
         policy = self.policy(queue, project)
-        prepared = rules.prepare_messages(
-            messages, policy, self._limits.max_message_delay,
-            self._limits.max_group_id_length)
+        prepared = rules.prepare_messages(messages, policy,
+                                          self._limits.max_message_delay)
         self._insert(queue, project, prepared, str(client_uuid))
         return [message.id for message in prepared]
 

@@ -22,6 +22,8 @@ REDELIVERY_DELAY = '_redelivery_delay'
 # A JSON body key is data; this bound only keeps a typo from naming a
 # 10 MB "key". Zaqar's queue metadata is itself capped at 64 KiB.
 MAX_GROUP_KEY_LENGTH = 256
+# Longest group id, counted on its JSON encoding.
+MAX_GROUP_ID_LENGTH = 256
 MAX_QUEUE_NAME_LENGTH = 64
 
 
@@ -133,7 +135,7 @@ def effective_delay(message, policy, max_delay):
     return message['delay'] if given else policy.default_delay
 
 
-def group_of(body, policy, max_length):
+def group_of(body, policy):
     """The group id of a message body, or None for an ungrouped message.
 
     Group ids are strings or integers taken from the body key that the queue
@@ -150,14 +152,27 @@ def group_of(body, policy, max_length):
             'group id (body key {!r})'.format(policy.group_key), value,
             'a string or an integer')
     encoded = json.dumps(value, ensure_ascii=False)
-    if len(encoded) > max_length:
+    if len(encoded) > MAX_GROUP_ID_LENGTH:
         raise errors.InvalidInput(
             'group id (body key {!r}) may be at most {} characters; got {}'
-            .format(policy.group_key, max_length, len(encoded)))
+            .format(policy.group_key, MAX_GROUP_ID_LENGTH, len(encoded)))
     return encoded
 
 
-def prepare_messages(messages, policy, max_delay, max_group_id_length):
+def group_or_none(body, policy):
+    """Like :func:`group_of`, but an unusable group id means "ungrouped".
+
+    For messages that are already accepted (dead letters moving to another
+    queue): they must never be stranded because that queue groups by a key
+    whose value in this body is not a valid group id.
+    """
+    try:
+        return group_of(body, policy)
+    except errors.InvalidInput:
+        return None
+
+
+def prepare_messages(messages, policy, max_delay):
     """Validate posted messages; raise before anything is stored."""
     messages = list(messages)
     if not messages:
@@ -183,7 +198,7 @@ def prepare_messages(messages, policy, max_delay, max_group_id_length):
             delay=effective_delay(message, policy, max_delay),
             body=body,
             body_json=body_json,
-            group=group_of(body, policy, max_group_id_length)))
+            group=group_of(body, policy)))
     return prepared
 
 

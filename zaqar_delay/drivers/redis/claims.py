@@ -59,9 +59,7 @@ class ClaimController(controller.ClaimController):
                 rules.NewMessage(
                     id=mid, ttl=policy.dead_letter_ttl or int(ttl), delay=0,
                     body=body, body_json=body_json.decode(),
-                    group=rules.group_of(
-                        body, dlq_policy,
-                        messages_ctrl._limits.max_group_id_length)))
+                    group=rules.group_or_none(body, dlq_policy)))
         for client_uuid, moved in by_client.items():
             messages_ctrl._insert(dlq, project, moved, client_uuid)
         self._run('dead_done', queue, project, *message_ids)

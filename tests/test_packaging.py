@@ -1,0 +1,66 @@
+"""What an operator relies on: entry points, options, docs in sync."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import yaml
+from importlib import metadata
+
+from zaqar_delay import conf as zd_conf
+from tests.factories import BACKENDS
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RENO_SECTIONS = {'prelude', 'features', 'issues', 'upgrade', 'deprecations',
+                 'critical', 'security', 'fixes', 'other'}
+
+
+def entry_points(group):
+    return {ep.name: ep for ep in metadata.entry_points(group=group)}
+
+
+def test_every_backend_is_a_zaqar_data_driver_with_its_stages():
+    drivers = entry_points('zaqar.data.storage')
+    for backend in BACKENDS:
+        ep = drivers['delay.' + backend]
+        module = ep.value.split(':')[0]
+        assert ep.load().__module__ == module
+        for resource in ('queue', 'topic'):
+            stages = entry_points('%s.%s.stages' % (module, resource))
+            assert stages['message_queue_handler'].load().__name__ == \
+                'QueueStage'
+
+
+def test_option_generator_lists_every_option_with_help():
+    assert entry_points('oslo.config.opts')['zaqar_delay'].load() is \
+        zd_conf.list_opts
+    out = subprocess.run(
+        [sys.executable, '-m', 'oslo_config.generator',
+         '--namespace', 'zaqar_delay'], capture_output=True, text=True,
+        check=True).stdout
+    for group, options in zd_conf.list_opts():
+        assert '[%s]' % group in out
+        for option in options:
+            assert option.help and option.help.rstrip().endswith('.')
+            assert '#%s = ' % option.dest in out
+
+
+def test_release_notes_are_valid_reno_yaml():
+    notes = list((ROOT / 'releasenotes' / 'notes').glob('*.yaml'))
+    assert notes
+    for note in notes:
+        assert re.search(r'-[0-9a-f]{16}\.yaml$', note.name), note.name
+        content = yaml.safe_load(note.read_text())
+        assert set(content) <= RENO_SECTIONS, note.name
+
+
+def test_api_ref_parameters_are_all_defined():
+    source = ROOT / 'api-ref' / 'source'
+    defined = set(yaml.safe_load((source / 'parameters.yaml').read_text()))
+    used = set()
+    for inc in source.glob('*.inc'):
+        used |= set(re.findall(r'^\s+- [\w.]+: ([\w.]+)$', inc.read_text(),
+                               re.M))
+        assert inc.name in (source / 'index.rst').read_text()
+    assert used and used <= defined, used - defined
