@@ -25,11 +25,13 @@ that touch its store. The contract, stated once:
 """
 
 import abc
+import datetime
 
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
+from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.conf import limits
 
@@ -100,7 +102,57 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         rules.check_limit(limit)
         return self._pop(queue, project, limit, self.policy(queue, project))
 
+    # -- message groups (SPEC §4) -------------------------------------------
+
+    def list_groups(self, queue, project=None, marker=None,
+                    limit=storage.DEFAULT_MESSAGES_PER_PAGE):
+        """One page of the queue's groups, in group-id order.
+
+        Yields an iterator of ``{'id', 'depth', 'head', 'in_flight'}`` (the
+        group id as it appears in bodies, its number of live messages, the
+        id of its first one, and whether that one is claimed), then the
+        marker of the next page.
+        """
+        rules.check_limit(limit)
+        groups = self._groups(queue, project,
+                              None if marker is None
+                              else rules.encode_group_id(marker), limit)
+        yield iter(groups)
+        yield groups[-1]['id'] if groups else marker
+
+    def purge_group(self, queue, group, project=None):
+        """Delete every message of ``group``, claimed or not; returns how
+        many were deleted."""
+        self.policy(queue, project)
+        return self._purge_group(queue, project,
+                                 rules.encode_group_id(group))
+
+    def move_group(self, queue, group, target, project=None):
+        """Move ``group`` to the tail of queue ``target`` (same project),
+        keeping its order, each message's id, remaining ttl and remaining
+        delay; returns how many moved. Refused (GroupInFlight) while the
+        group's head is claimed."""
+        if target == queue:
+            raise errors.InvalidInput(
+                'a group cannot be moved to the queue it is in')
+        self.policy(queue, project)
+        self.policy(target, project)
+        return self._move_group(queue, project,
+                                rules.encode_group_id(group), target)
+
     # -- primitives --------------------------------------------------------
+
+    def _groups(self, queue, project, marker, limit):
+        """Up to ``limit`` groups after the encoded group id ``marker``."""
+        raise NotImplementedError
+
+    def _purge_group(self, queue, project, group):
+        """Delete an encoded group's messages atomically."""
+        raise NotImplementedError
+
+    def _move_group(self, queue, project, group, target):
+        """Move an encoded group to ``target``, in order."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def _insert(self, queue, project, messages, client_uuid):
@@ -144,7 +196,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def _stats(self, queue, project):
-        """Counts of the queue: total, claimed, free, delayed."""
+        """Counts of the queue: total, claimed, free, delayed, groups,
+        groups_in_flight; oldest and newest when it is not empty."""
 
 
 class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
@@ -204,7 +257,6 @@ def _parse_marker(marker):
     except (TypeError, ValueError):
         position = -1
     if position < 0:
-        from zaqar_delay import errors
         raise errors.invalid_field('marker', marker,
                                    'a marker returned by a previous listing')
     return position
@@ -227,7 +279,6 @@ def basic_message(message_id, body, ttl_s, created_ms, now_ms, claim_id=None,
 
 
 def _iso(epoch_ms):
-    import datetime
     return datetime.datetime.fromtimestamp(
         epoch_ms // 1000, tz=datetime.timezone.utc).strftime(
             '%Y-%m-%dT%H:%M:%SZ')

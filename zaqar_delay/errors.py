@@ -27,3 +27,11 @@ class BackendUnavailable(storage_errors.ConnectionError):
     answers 503 and the client may retry."""
 
     msg_format = '{backend} is unavailable: {reason}'
+
+
+class GroupInFlight(storage_errors.Conflict):
+    """A group whose head is claimed cannot be moved: it would be handed out
+    twice. Retry once the head is deleted or its claim ends."""
+
+    msg_format = ('Group {group} of queue {queue} has a claimed head; '
+                  'it cannot be moved now')

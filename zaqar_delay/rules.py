@@ -135,6 +135,20 @@ def effective_delay(message, policy, max_delay):
     return message['delay'] if given else policy.default_delay
 
 
+def encode_group_id(value):
+    """The stored form of a group id: JSON text, so ``"1"`` and ``1`` stay
+    distinct. Refuses anything but a string or an integer, and long ids."""
+    if not (isinstance(value, str) or is_strict_int(value)):
+        raise errors.invalid_field('group id', value,
+                                   'a string or an integer')
+    encoded = json.dumps(value, ensure_ascii=False)
+    if len(encoded) > MAX_GROUP_ID_LENGTH:
+        raise errors.InvalidInput(
+            'group id may be at most {} characters; got {}'.format(
+                MAX_GROUP_ID_LENGTH, len(encoded)))
+    return encoded
+
+
 def group_of(body, policy):
     """The group id of a message body, or None for an ungrouped message.
 
@@ -147,16 +161,11 @@ def group_of(body, policy):
     value = body.get(policy.group_key)
     if value is None:
         return None
-    if not (isinstance(value, str) or is_strict_int(value)):
-        raise errors.invalid_field(
-            'group id (body key {!r})'.format(policy.group_key), value,
-            'a string or an integer')
-    encoded = json.dumps(value, ensure_ascii=False)
-    if len(encoded) > MAX_GROUP_ID_LENGTH:
-        raise errors.InvalidInput(
-            'group id (body key {!r}) may be at most {} characters; got {}'
-            .format(policy.group_key, MAX_GROUP_ID_LENGTH, len(encoded)))
-    return encoded
+    try:
+        return encode_group_id(value)
+    except errors.InvalidInput as exc:
+        raise errors.InvalidInput('body key {!r}: {}'.format(
+            policy.group_key, exc))
 
 
 def group_or_none(body, policy):

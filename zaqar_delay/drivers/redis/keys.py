@@ -17,17 +17,27 @@ key                type    holds
 ``Q:expiry``       zset    every live id, scored by ``expires`` (ms)
 ``Q:seq``          string  last position handed out
 ``Q:claims``       zset    claim ids, scored by claim expiry (ms)
-``Q:dead``         zset    ids on their way to the dead-letter queue (outbox)
+``Q:outbox``       zset    ids on their way to another queue (dead letters,
+                           moved groups), scored by position
+``Q:groups``       zset    group ids with live messages (all score 0: lex)
+``Q:g:<group>``    zset    a group's live message ids, by position
 ``Q:m:<id>``       hash    one message, fields below
 ``Q:c:<claim>``    hash    one claim: ``t`` ttl (s), ``e`` expiry (ms),
                            ``g`` grace (s)
 ``Q:cm:<claim>``   zset    ids handed out under that claim, by position
 =================  ======  ==================================================
 
-Only due, unclaimed messages are in ``avail``; a claim pops from it and never
-sees delayed or claimed messages, whatever their number. Scripts move ids
-from ``delayed`` and ``claimed`` into ``avail`` when their time has come
-(each id once), inside the same script that claims.
+Only due, unclaimed messages that head their group (or have none) are in
+``avail``; a claim pops from it and never sees delayed, claimed or blocked
+messages, whatever their number. Scripts move ids from ``delayed`` and
+``claimed`` into ``avail`` when their time has come (each id once), inside
+the same script that claims, and file a group's next member when its head
+leaves. A group id enters key names only after ``Q:g:``, JSON-encoded, so it
+cannot reach another key type or, behind the closed hash tag, another slot.
+
+Message hashes carry no Redis expiry: a message must leave its group's
+index when it goes, which only a script can do. Expired messages are
+removed by every script that touches the queue and by ``gc``.
 
 Message hash fields:
 
@@ -46,6 +56,10 @@ field  meaning
 ``ce`` claim expiry, epoch ms, or 0
 ``rd`` redelivery delay (s) of the queue when it was last claimed
 ``g``  group id (JSON-encoded), absent for ungrouped messages
+``to`` in the outbox: the queue it is bound for
+``tt`` in the outbox: its ttl (s) there
+``td`` in the outbox: its delay (s) there
+``ob`` in the outbox: when it entered the outbox (ms)
 =====  ===================================================================
 
 Global keys: ``zd:queues`` (set of ``<project>/<queue>`` tags, for ``gc``).
@@ -58,7 +72,7 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 
 # Order of KEYS[] in every queue script (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
-                      'claims', 'dead')
+                      'claims', 'outbox', 'groups')
 
 
 def queue_tag(queue, project):

@@ -1,10 +1,13 @@
 """Messages on Redis: each operation is one Lua script (see lua/)."""
 
+import json
+
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
 
 # Ids purged per purge.lua call when a queue is deleted.
@@ -81,23 +84,40 @@ class MessageController(controller.MessageController):
         self.driver.unregister_queue(queue, project)
 
     def _stats(self, queue, project):
-        now, total, claimed, delayed, oldest, newest = self._run(
-            'stats', queue, project)
+        (now, total, claimed, delayed, oldest, newest, groups,
+         groups_in_flight) = self._run('stats', queue, project)
         stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
-                 'free': total - claimed - delayed}
+                 'free': total - claimed - delayed, 'groups': groups,
+                 'groups_in_flight': groups_in_flight}
         if oldest:
             stats['oldest'] = _stat_entry(now, oldest)
             stats['newest'] = _stat_entry(now, newest)
         return stats
 
+    def _groups(self, queue, project, marker, limit):
+        flat = self._run('groups', queue, project, marker or '', limit)
+        return [{'id': json.loads(flat[i]), 'depth': flat[i + 1],
+                 'head': wire.text(flat[i + 2]),
+                 'in_flight': bool(flat[i + 3])}
+                for i in range(0, len(flat), 4)]
+
+    def _purge_group(self, queue, project, group):
+        return self._run('group_purge', queue, project, group)
+
+    def _move_group(self, queue, project, group, target):
+        result = self._run('group_move', queue, project, group, target)
+        if result[0] == 1:
+            raise errors.GroupInFlight(group=group, queue=queue)
+        moved = [wire.text(mid) for mid in result[1]]
+        outbox.transfer(self.driver, queue, project, moved)
+        return len(moved)
+
     def gc(self, queue, project, batch, outbox_age_ms):
-        """Settle one queue; finish dead-letter moves abandoned midway."""
+        """Settle one queue; finish moves a crashed node left midway."""
         dropped, abandoned = self._run('gc', queue, project, batch,
                                        outbox_age_ms)
-        if abandoned:
-            self.driver.claim_controller.dead_letter(
-                queue, project, self.policy(queue, project),
-                [_text(mid) for mid in abandoned])
+        outbox.transfer(self.driver, queue, project,
+                        [wire.text(mid) for mid in abandoned])
         return dropped
 
 
@@ -107,8 +127,3 @@ def _stat_entry(now, flat):
             'created': message['created']}
 
 
-def _text(value):
-    return value.decode() if isinstance(value, bytes) else value
-
-
-__all__ = ['MessageController', 'errors']

@@ -9,7 +9,8 @@ LUA_DIR = pathlib.Path(__file__).parent / 'lua'
 COMMON = (LUA_DIR / '_common.lua').read_text()
 QUEUE_SCRIPTS = ('post', 'claim', 'list', 'first', 'get', 'delete',
                  'bulk_delete', 'claim_get', 'claim_renew', 'claim_release',
-                 'stats', 'gc', 'dead_done', 'purge')
+                 'stats', 'gc', 'outbox_done', 'purge', 'groups',
+                 'group_purge', 'group_move')
 
 
 @functools.lru_cache(maxsize=None)

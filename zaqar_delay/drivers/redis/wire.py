@@ -4,23 +4,24 @@ import json
 
 from zaqar_delay import controller
 
-WIRE_FIELDS = 7  # id, body, ttl, created, claim count, claim id, position
+# id, body, ttl, created, claim count, claim id, position, group
+WIRE_FIELDS = 8
 
 
 def messages(now_ms, flat, include_created=False):
     """Message dicts from a flat wire list (see ``emit`` in _common.lua)."""
     out = []
     for i in range(0, len(flat), WIRE_FIELDS):
-        mid, body, ttl, created, count, claim, position = \
+        mid, body, ttl, created, count, claim, position, _group = \
             flat[i:i + WIRE_FIELDS]
         message = controller.basic_message(
-            _text(mid), json.loads(body), int(ttl), int(created), now_ms,
-            claim_id=_text(claim) or None, claim_count=int(count),
+            text(mid), json.loads(body), int(ttl), int(created), now_ms,
+            claim_id=text(claim) or None, claim_count=int(count),
             include_created=include_created)
-        message['marker'] = _text(position)
+        message['marker'] = text(position)
         out.append(message)
     return out
 
 
-def _text(value):
+def text(value):
     return value.decode() if isinstance(value, bytes) else value

@@ -1,16 +1,23 @@
 -- Prepended to every queue script (see scripts.py); the key layout is in
 -- keys.py.
 --
--- KEYS[1] msgs    zset id -> position      KEYS[5] expiry  zset id -> expires
--- KEYS[2] avail   zset id -> position      KEYS[6] seq     string
--- KEYS[3] delayed zset id -> due (d)       KEYS[7] claims  zset claim -> exp
--- KEYS[4] claimed zset id -> claim expiry  KEYS[8] dead    zset id -> time
--- ARGV[1] queue key prefix Q (message hashes are Q:m:<id>, claims Q:c:<id>)
+-- KEYS[1] msgs    zset id -> position      KEYS[6] seq     string
+-- KEYS[2] avail   zset id -> position      KEYS[7] claims  zset claim -> exp
+-- KEYS[3] delayed zset id -> due (d)       KEYS[8] outbox  zset id -> pos
+-- KEYS[4] claimed zset id -> claim expiry  KEYS[9] groups  zset group -> 0
+-- KEYS[5] expiry  zset id -> expires
+-- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
+--         claimed ids Q:cm:<id>, group members Q:g:<group>)
 -- ARGV[2] "now" in epoch ms for tests, or "" to use the Redis clock
 -- Times are epoch milliseconds; ttl and delays arrive in seconds.
+--
+-- Only group heads (the first live member of a group) and ungrouped
+-- messages are ever filed under avail or delayed; the rest of a group waits
+-- in Q:g:<group> alone, so claims never see blocked messages.
 
 local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local EXPIRY, SEQ, CLAIMS, DEAD = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local GROUPS = KEYS[9]
 local Q = ARGV[1]
 
 local function clock(override)
@@ -23,15 +30,11 @@ local NOW = clock(ARGV[2])
 local function mkey(id) return Q .. ':m:' .. id end
 local function ckey(cid) return Q .. ':c:' .. cid end
 local function cmkey(cid) return Q .. ':cm:' .. cid end
+local function gkey(group) return Q .. ':g:' .. group end
 
--- Remove a message from every index and delete it.
-local function drop(id)
-  redis.call('ZREM', MSGS, id)
-  redis.call('ZREM', AVAIL, id)
-  redis.call('ZREM', DELAYED, id)
-  redis.call('ZREM', CLAIMED, id)
-  redis.call('ZREM', EXPIRY, id)
-  redis.call('DEL', mkey(id))
+local function live_claim_of(c, ce)
+  if c and c ~= '' and tonumber(ce) > NOW then return c end
+  return ''
 end
 
 -- File an unclaimed message under avail (due) or delayed (not yet due).
@@ -41,6 +44,46 @@ local function place(id, due, pos)
   else
     redis.call('ZADD', AVAIL, pos, id)
   end
+end
+
+-- File a group's first member, unless it is claimed; forget empty groups.
+local function place_head(group)
+  while true do
+    local head = redis.call('ZRANGE', gkey(group), 0, 0, 'WITHSCORES')
+    if #head == 0 then
+      redis.call('ZREM', GROUPS, group)
+      return
+    end
+    local f = redis.call('HMGET', mkey(head[1]), 'd', 'c', 'ce')
+    if f[1] then
+      if live_claim_of(f[2], f[3]) == '' then
+        place(head[1], tonumber(f[1]), tonumber(head[2]))
+      end
+      return
+    end
+    redis.call('ZREM', gkey(group), head[1])
+  end
+end
+
+-- Take a message out of every index (and its group, unblocking the next
+-- member when it was the head); its hash stays.
+local function detach(id)
+  local group = redis.call('HGET', mkey(id), 'g')
+  redis.call('ZREM', MSGS, id)
+  redis.call('ZREM', AVAIL, id)
+  redis.call('ZREM', DELAYED, id)
+  redis.call('ZREM', CLAIMED, id)
+  redis.call('ZREM', EXPIRY, id)
+  if group then
+    local was_head = redis.call('ZRANGE', gkey(group), 0, 0)[1] == id
+    redis.call('ZREM', gkey(group), id)
+    if was_head then place_head(group) end
+  end
+end
+
+local function drop(id)
+  detach(id)
+  redis.call('DEL', mkey(id))
 end
 
 -- Claims that ended by expiry: redeliver their messages, after the
@@ -85,25 +128,20 @@ local function purge_expired(batch)
   return #ids
 end
 
-local function live_claim_of(fields_c, fields_ce)
-  if fields_c and fields_c ~= '' and tonumber(fields_ce) > NOW then
-    return fields_c
-  end
-  return ''
-end
-
--- Wire format of one message: id, body, ttl, created, claim count,
--- live claim id ('' if none), position.
-local MESSAGE_FIELDS = {'b', 't', 'cr', 'cc', 'c', 'ce', 'p', 'e', 'd', 'u'}
+local MESSAGE_FIELDS = {'b', 't', 'cr', 'cc', 'c', 'ce', 'p', 'e', 'd', 'u',
+                        'g'}
 
 local function read(id)
   local f = redis.call('HMGET', mkey(id), unpack(MESSAGE_FIELDS))
   if not f[1] or tonumber(f[8]) <= NOW then return nil end
   return {body = f[1], ttl = f[2], created = f[3], cc = f[4],
           claim = live_claim_of(f[5], f[6]), pos = f[7],
-          due = tonumber(f[9]), client = f[10]}
+          expires = tonumber(f[8]), due = tonumber(f[9]), client = f[10],
+          group = f[11] or ''}
 end
 
+-- Wire format of one message: id, body, ttl, created, claim count,
+-- live claim id ('' if none), position, group ('' if none).
 local function emit(out, id, m)
   local n = #out
   out[n + 1] = id
@@ -113,6 +151,7 @@ local function emit(out, id, m)
   out[n + 5] = m.cc
   out[n + 6] = m.claim
   out[n + 7] = m.pos
+  out[n + 8] = m.group
 end
 
 -- The oldest (sort 1) or newest (-1) live message, claimed or not; only
@@ -133,4 +172,12 @@ local function first_live(sort, due_only)
     end
     start = start + step
   end
+end
+
+-- Move a detached message to the outbox, bound for queue `to` with ttl
+-- `ttl` and delay `delay` (seconds); the caller copies it there.
+local function to_outbox(id, pos, to, ttl, delay)
+  detach(id)
+  redis.call('HSET', mkey(id), 'to', to, 'tt', ttl, 'td', delay, 'ob', NOW)
+  redis.call('ZADD', OUTBOX, pos, id)
 end

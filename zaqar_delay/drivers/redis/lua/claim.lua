@@ -1,15 +1,18 @@
--- Claim (or pop) up to `limit` due, unclaimed messages in position order.
+-- Claim (or pop) up to `limit` due, unclaimed messages in position order,
+-- at most one per group.
 -- ARGV[3] claim id          ARGV[7] max claim count (0: unlimited)
--- ARGV[4] claim ttl (s)     ARGV[8] "1" if a dead-letter queue is set
+-- ARGV[4] claim ttl (s)     ARGV[8] dead-letter queue name ('' for none)
 -- ARGV[5] grace (s)         ARGV[9] redelivery delay (s)
 -- ARGV[6] limit             ARGV[10] "claim" or "pop"
+-- ARGV[11] dead-letter ttl (s), '' to keep each message's own ttl
 -- A message already claimed max-claim-count times is not handed out: it
--- moves to the dead outbox (kept whole, out of every other index) for the
--- caller to copy into the dead-letter queue, or is dropped without one.
--- Returns {NOW, {message wire fields...}, {dead ids...}}.
+-- goes to the outbox for the caller to copy into the dead-letter queue, or
+-- is dropped without one; either way its group's next member is unblocked.
+-- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
-local has_dlq, redelivery, pop = ARGV[8] == '1', ARGV[9], ARGV[10] == 'pop'
+local dlq, redelivery, pop = ARGV[8], ARGV[9], ARGV[10] == 'pop'
+local dlq_ttl = ARGV[11]
 
 refresh()
 purge_expired(100)
@@ -17,6 +20,9 @@ purge_expired(100)
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
 local out, dead, count = {}, {}, 0
+-- A pop deletes a group's head, which files the next member at once; it is
+-- set aside here so that one call hands out one message per group.
+local popped_groups, set_aside = {}, {}
 
 while count < limit do
   local popped = redis.call('ZPOPMIN', AVAIL)
@@ -25,12 +31,11 @@ while count < limit do
   local m = read(id)
   if not m then
     drop(id)
+  elseif popped_groups[m.group] then
+    set_aside[#set_aside + 1] = {popped[2], id}
   elseif max_claims > 0 and tonumber(m.cc) >= max_claims then
-    if has_dlq then
-      redis.call('ZREM', MSGS, id)
-      redis.call('ZREM', EXPIRY, id)
-      redis.call('PERSIST', mkey(id))
-      redis.call('ZADD', DEAD, NOW, id)
+    if dlq ~= '' then
+      to_outbox(id, m.pos, dlq, dlq_ttl ~= '' and dlq_ttl or m.ttl, 0)
       dead[#dead + 1] = id
     else
       drop(id)
@@ -39,6 +44,7 @@ while count < limit do
     count = count + 1
     if pop then
       emit(out, id, m)
+      if m.group ~= '' then popped_groups[m.group] = true end
       drop(id)
     else
       m.cc = tonumber(m.cc) + 1
@@ -46,16 +52,18 @@ while count < limit do
       local key = mkey(id)
       redis.call('HSET', key, 'c', cid, 'ce', claim_expires, 'cc', m.cc,
                  'rd', redelivery)
-      if tonumber(redis.call('HGET', key, 'e')) < keep_until then
+      if m.expires < keep_until then
         redis.call('HSET', key, 'e', keep_until)
         redis.call('ZADD', EXPIRY, keep_until, id)
-        redis.call('PEXPIREAT', key, keep_until)
       end
       redis.call('ZADD', CLAIMED, claim_expires, id)
       redis.call('ZADD', cmkey(cid), m.pos, id)
       emit(out, id, m)
     end
   end
+end
+for _, entry in ipairs(set_aside) do
+  redis.call('ZADD', AVAIL, entry[1], entry[2])
 end
 
 if count > 0 and not pop then

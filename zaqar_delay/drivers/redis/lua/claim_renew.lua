@@ -12,10 +12,9 @@ for _, id in ipairs(redis.call('ZRANGE', cmkey(cid), 0, -1)) do
     local key = mkey(id)
     redis.call('HSET', key, 'ce', claim_expires)
     redis.call('ZADD', CLAIMED, claim_expires, id)
-    if tonumber(redis.call('HGET', key, 'e')) < keep_until then
+    if m.expires < keep_until then
       redis.call('HSET', key, 'e', keep_until)
       redis.call('ZADD', EXPIRY, keep_until, id)
-      redis.call('PEXPIREAT', key, keep_until)
     end
   end
 end

@@ -1,10 +1,15 @@
 -- Settle a queue: redeliver expired claims, promote due messages, drop up to
 -- ARGV[3] expired messages, forget ended claims.
 -- ARGV[4] age (ms) after which an outbox entry is considered abandoned.
--- Returns {dropped count, {abandoned dead ids...}}.
+-- Returns {dropped count, {abandoned outbox ids...}}.
 refresh()
 local dropped = purge_expired(tonumber(ARGV[3]))
 redis.call('ZREMRANGEBYSCORE', CLAIMS, '-inf', NOW)
-local abandoned = redis.call('ZRANGEBYSCORE', DEAD, '-inf',
-                             NOW - tonumber(ARGV[4]))
+local abandoned = {}
+for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, -1)) do
+  local since = redis.call('HGET', mkey(id), 'ob')
+  if not since or tonumber(since) <= NOW - tonumber(ARGV[4]) then
+    abandoned[#abandoned + 1] = id
+  end
+end
 return {dropped, abandoned}

@@ -2,9 +2,10 @@
 -- ARGV[3] marker position ('' from the start)  ARGV[6] include delayed 1/0
 -- ARGV[4] limit                                ARGV[7] echo 1/0
 -- ARGV[5] include claimed 1/0                  ARGV[8] client UUID
--- With neither claimed nor delayed messages wanted, the page is read from
--- avail, which holds nothing else; otherwise from msgs, filtering here, in
--- growing chunks, until the page is full or the queue ends.
+-- With neither claimed nor delayed messages wanted, and no groups (whose
+-- blocked members are listed too but are not in avail), the page is read
+-- from avail, which holds nothing else; otherwise from msgs, filtering
+-- here, in growing chunks, until the page is full or the queue ends.
 -- Returns {NOW, last position ('' if none), {message wire fields...}}.
 local marker, limit = ARGV[3], tonumber(ARGV[4])
 local with_claimed, with_delayed = ARGV[5] == '1', ARGV[6] == '1'
@@ -13,7 +14,7 @@ local echo, client = ARGV[7] == '1', ARGV[8]
 local source = MSGS
 if not with_claimed and not with_delayed then
   refresh()
-  source = AVAIL
+  if redis.call('ZCARD', GROUPS) == 0 then source = AVAIL end
 end
 
 local from = '-inf'

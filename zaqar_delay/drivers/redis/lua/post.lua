@@ -1,6 +1,7 @@
 -- Append messages at the tail of a queue.
 -- ARGV[3] client UUID
 -- ARGV[4..] per message, 5 values: id, ttl (s), delay (s), body, group ('')
+-- A grouped message is filed for claiming only if it heads its group.
 -- An id that already exists is skipped, so a retried post cannot duplicate
 -- (its position is then left unused: positions only need to increase).
 -- Returns NOW.
@@ -13,18 +14,19 @@ for i = 4, #ARGV, 5 do
   if redis.call('EXISTS', key) == 0 then
     local expires = NOW + tonumber(ARGV[i + 1]) * 1000
     local due = NOW + tonumber(ARGV[i + 2]) * 1000
-    if ARGV[i + 4] == '' then
-      redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', NOW,
-                 'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
-    else
-      redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', NOW,
-                 'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0,
-                 'g', ARGV[i + 4])
-    end
-    redis.call('PEXPIREAT', key, expires)
+    local group = ARGV[i + 4]
+    redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', NOW,
+               'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
     redis.call('ZADD', MSGS, pos, id)
     redis.call('ZADD', EXPIRY, expires, id)
-    place(id, due, pos)
+    if group == '' then
+      place(id, due, pos)
+    else
+      redis.call('HSET', key, 'g', group)
+      redis.call('ZADD', GROUPS, 0, group)
+      redis.call('ZADD', gkey(group), pos, id)
+      if redis.call('ZCARD', gkey(group)) == 1 then place(id, due, pos) end
+    end
   end
 end
 return NOW

@@ -4,18 +4,24 @@
 local batch = tonumber(ARGV[3])
 local ids = redis.call('ZRANGE', MSGS, 0, batch - 1)
 for _, id in ipairs(ids) do drop(id) end
-local dead = redis.call('ZRANGE', DEAD, 0, batch - 1)
-for _, id in ipairs(dead) do
-  redis.call('ZREM', DEAD, id)
+local outbox = redis.call('ZRANGE', OUTBOX, 0, batch - 1)
+for _, id in ipairs(outbox) do
+  redis.call('ZREM', OUTBOX, id)
   redis.call('DEL', mkey(id))
+end
+local groups = redis.call('ZRANGE', GROUPS, 0, batch - 1)
+for _, group in ipairs(groups) do
+  redis.call('ZREM', GROUPS, group)
+  redis.call('DEL', gkey(group))
 end
 local claims = redis.call('ZRANGE', CLAIMS, 0, batch - 1)
 for _, cid in ipairs(claims) do
   redis.call('ZREM', CLAIMS, cid)
   redis.call('DEL', ckey(cid), cmkey(cid))
 end
-local n = #ids + #dead + #claims
+local n = #ids + #outbox + #claims + #groups
 if n == 0 then
-  redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS, DEAD)
+  redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
+             OUTBOX, GROUPS)
 end
 return n

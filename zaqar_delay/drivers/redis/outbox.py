@@ -1,0 +1,57 @@
+"""Finishing moves between queues: dead letters and moved groups.
+
+A script detaches messages into the source queue's outbox (atomically, in
+the source's hash slot); this module copies them into the queue each entry
+names, then tells the source to forget them. The copy keeps each message's
+id and the insert skips ids the target already holds, so a move interrupted
+between the two steps is finished later by ``gc`` without loss and without a
+duplicate.
+"""
+
+import json
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import rules
+from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import wire
+
+OUTBOX_FIELDS = ('b', 'u', 'to', 'tt', 'td')
+
+
+def transfer(driver, queue, project, message_ids):
+    """Copy outbox entries to their target queues, in position order."""
+    if not message_ids:
+        return
+    def read(pipe):
+        for mid in message_ids:
+            pipe.hmget(keys.message_key(queue, project, mid), OUTBOX_FIELDS)
+
+    batches = {}
+    for mid, fields in zip(message_ids, driver.pipelined(read)):
+        if fields[0] is None:
+            continue
+        body_json, client_uuid, target, ttl, delay = (
+            wire.text(value) for value in fields)
+        batches.setdefault((target, client_uuid), []).append(
+            (mid, body_json, int(ttl), int(delay)))
+    messages = driver.message_controller
+    for (target, client_uuid), entries in batches.items():
+        policy = _target_policy(driver, target, project)
+        moved = [rules.NewMessage(
+            id=mid, ttl=ttl, delay=delay, body=json.loads(body_json),
+            body_json=body_json,
+            group=rules.group_or_none(json.loads(body_json), policy))
+            for mid, body_json, ttl, delay in entries]
+        messages._insert(target, project, moved, client_uuid)
+    driver.run_script('outbox_done', queue, project, *message_ids)
+
+
+def _target_policy(driver, target, project):
+    """The target's policy; a missing dead-letter queue is created, as a
+    message must never be stranded for want of its destination."""
+    try:
+        return driver.message_controller.policy(target, project)
+    except storage_errors.QueueDoesNotExist:
+        driver.queue_controller.create(target, project=project)
+        return rules.QueuePolicy()
