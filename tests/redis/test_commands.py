@@ -1,0 +1,79 @@
+"""The operator commands, run as an operator would, against a zaqar.conf."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+import redis as redis_py
+
+from tests.contract.helpers import CLIENT
+from tests.factories import redis as redis_factory
+from tests.servers import zaqar_server
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def config(request, redis_url):
+    store, options = redis_factory.zaqar_store(request)
+    return zaqar_server.write_config(tempfile.mkdtemp(), redis_url, 0, store,
+                                     options)
+
+
+def command(name, config, *args):
+    binary = os.path.join(os.path.dirname(sys.executable), name)
+    return subprocess.run([binary, '--config-file', config, *args],
+                          timeout=60, capture_output=True, text=True)
+
+
+def test_gc_once_removes_expired_messages(redis_url, request, conf, config):
+    driver = redis_factory.make_driver(request, conf)
+    driver.queue_controller.create('expiring', project='gc-test')
+    driver.message_controller.post(
+        'expiring', [{'ttl': 1, 'body': n} for n in range(20)], CLIENT,
+        project='gc-test')
+    raw = redis_py.Redis.from_url(redis_url)
+    pattern = 'zd:{gc-test/expiring}:*'
+    assert len(list(raw.scan_iter(pattern))) > 20
+    time.sleep(1.1)
+    assert command('zaqar-delay-gc', config, '--once').returncode == 0
+    left = sorted(k.decode() for k in raw.scan_iter(pattern))
+    assert left == ['zd:{gc-test/expiring}:seq']
+
+
+def test_groups_command_lists_purges_and_moves(request, conf, config,
+                                               project):
+    driver = redis_factory.make_driver(request, conf)
+    for name in ('src', 'dst'):
+        driver.queue_controller.create(
+            name, metadata={'_message_group_key': 'g'}, project=project)
+    driver.message_controller.post('src', [
+        {'ttl': 600, 'body': {'g': g, 'n': n}}
+        for g in ('a', 'b') for n in range(3)] + [
+        {'ttl': 600, 'body': {'g': 7, 'n': 0}}], CLIENT, project=project)
+
+    listed = command('zaqar-delay-groups', config, 'list', project, 'src')
+    assert listed.returncode == 0, listed.stderr
+    groups = [json.loads(line) for line in listed.stdout.splitlines()]
+    # Listed in the order of their stored (JSON) form: strings first.
+    assert [(g['id'], g['depth']) for g in groups] == [
+        ('a', 3), ('b', 3), (7, 1)]
+
+    moved = command('zaqar-delay-groups', config, 'move', project, 'src',
+                    'a', 'dst')
+    assert moved.returncode == 0 and 'moved 3' in moved.stdout
+    purged = command('zaqar-delay-groups', config, 'purge', project, 'src',
+                     'int:7')
+    assert purged.returncode == 0 and 'purged 1' in purged.stdout
+    pages = driver.message_controller.list('dst', project=project,
+                                           echo=True)
+    assert [m['body']['n'] for m in next(pages)] == [0, 1, 2]
+    assert driver.message_controller._stats('src', project)['total'] == 3
+
+    missing = command('zaqar-delay-groups', config, 'move', project, 'src',
+                      'b', 'nowhere')
+    assert missing.returncode == 1 and 'nowhere' in missing.stderr

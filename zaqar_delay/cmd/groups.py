@@ -1,0 +1,75 @@
+"""``zaqar-delay-groups``: manage a queue's message groups.
+
+Reads the same ``zaqar.conf`` as ``zaqar-server`` (``--config-file``) and
+talks to the message store directly, as ``zaqar-gc`` does::
+
+    zaqar-delay-groups --config-file zaqar.conf list   PROJECT QUEUE
+    zaqar-delay-groups --config-file zaqar.conf purge  PROJECT QUEUE GROUP
+    zaqar-delay-groups --config-file zaqar.conf move   PROJECT QUEUE GROUP TARGET
+
+A GROUP given as ``int:42`` means the integer 42; anything else is the
+string as typed (``str:int:42`` for the string "int:42").
+"""
+
+import json
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from zaqar import bootstrap
+from zaqar.storage import errors as storage_errors
+
+ACTIONS = {'list': 2, 'purge': 3, 'move': 4}
+
+
+def parse_group(text):
+    if text.startswith('int:'):
+        return int(text[4:])
+    if text.startswith('str:'):
+        return text[4:]
+    return text
+
+
+def add_parsers(subparsers):
+    for action, count in ACTIONS.items():
+        parser = subparsers.add_parser(action)
+        for name in ('project', 'queue', 'group', 'target')[:count]:
+            parser.add_argument(name)
+
+
+def main(argv=None, out=sys.stdout):
+    conf = cfg.ConfigOpts()
+    conf.register_cli_opt(cfg.SubCommandOpt(
+        'action', handler=add_parsers, help='What to do.'))
+    logging.register_options(conf)
+    conf(argv, project='zaqar', prog='zaqar-delay-groups')
+    logging.setup(conf, 'zaqar-delay-groups')
+    action = conf.action
+    messages = bootstrap.Bootstrap(conf).storage._storage.message_controller
+    try:
+        if action.name == 'list':
+            marker = None
+            while True:
+                pages = messages.list_groups(action.queue,
+                                             project=action.project,
+                                             marker=marker, limit=100)
+                page = list(next(pages))
+                marker = next(pages)
+                for group in page:
+                    out.write(json.dumps(group) + '\n')
+                if len(page) < 100:
+                    return 0
+        group = parse_group(action.group)
+        if action.name == 'purge':
+            count = messages.purge_group(action.queue, group,
+                                         project=action.project)
+            out.write('purged {} messages\n'.format(count))
+        else:
+            count = messages.move_group(action.queue, group, action.target,
+                                        project=action.project)
+            out.write('moved {} messages to {}\n'.format(count,
+                                                         action.target))
+        return 0
+    except storage_errors.ExceptionBase as exc:
+        sys.stderr.write('error: {}\n'.format(exc))
+        return 1
