@@ -49,30 +49,68 @@ def claim_delete_throughput(driver, project, total, limit=10):
     return done / (time.perf_counter() - started)
 
 
-def claim_latency(driver, project, delayed_ahead, samples):
-    """Median and p95 seconds of one claim (limit 1) of a ready message
-    queued behind ``delayed_ahead`` delayed ones; each claimed message is
-    deleted so the next claim finds the next ready one. Messages carry
-    ``delay`` explicitly, as Zaqar's transport fills it in on delayed
-    queues."""
+def delayed_queue(driver, project, delayed_ahead, samples):
+    """A delayed queue with ``delayed_ahead`` delayed messages, then
+    ``samples`` ready ones. Messages carry ``delay`` explicitly, as Zaqar's
+    transport fills it in on delayed queues."""
     queue = _fresh_queue(driver, project, {'_default_message_delay': 900})
     for start in range(0, delayed_ahead, 100):
         driver.message_controller.post(
             queue, [{'ttl': 3600, 'body': n, 'delay': 900}
                     for n in range(min(100, delayed_ahead - start))],
             CLIENT, project=project)
-    for _ in range(0, samples, 10):
-        driver.message_controller.post(
-            queue, [{'ttl': 3600, 'body': 'ready', 'delay': 0}] * 10,
-            CLIENT, project=project)
-    timings = []
+    _post_ready(driver, queue, project, samples, delay=0)
+    return queue
+
+
+def grouped_queue(driver, project, groups, blocked_per_group, samples):
+    """A grouped queue where ``groups`` groups have their head in flight
+    and ``blocked_per_group`` messages each waiting behind it, then
+    ``samples`` ready ungrouped messages."""
+    queue = _fresh_queue(driver, project, {'_message_group_key': 'g'})
+    batch = []
+    for g in range(groups):
+        batch += [{'ttl': 3600, 'body': {'g': g, 'n': n}}
+                  for n in range(1 + blocked_per_group)]
+        if len(batch) >= 100:
+            driver.message_controller.post(queue, batch, CLIENT,
+                                           project=project)
+            batch = []
+    if batch:
+        driver.message_controller.post(queue, batch, CLIENT, project=project)
+    in_flight = 0
+    while in_flight < groups:
+        _, messages = driver.claim_controller.create(
+            queue, {'ttl': 3600, 'grace': 60}, project=project, limit=100)
+        in_flight += len(list(messages))
+    _post_ready(driver, queue, project, samples)
+    return queue
+
+
+def _post_ready(driver, queue, project, count, **extra):
+    ready = dict({'ttl': 3600, 'body': 'ready'}, **extra)
+    for _ in range(0, count, 10):
+        driver.message_controller.post(queue, [ready] * 10, CLIENT,
+                                       project=project)
+
+
+def claim_latencies(driver, project, queues, samples):
+    """(median, p95) seconds of one claim (limit 1, then delete) on each of
+    ``queues``, taking turns between them so that noise on a shared
+    machine falls on all of them alike."""
+    timings = {queue: [] for queue in queues}
     for _ in range(samples):
-        started = time.perf_counter()
-        claim_id, messages = driver.claim_controller.create(
-            queue, CLAIM, project=project, limit=1)
-        timings.append(time.perf_counter() - started)
-        for message in messages:
-            driver.message_controller.delete(queue, message['id'],
-                                             project=project, claim=claim_id)
-    timings.sort()
-    return statistics.median(timings), timings[int(len(timings) * 0.95) - 1]
+        for queue in queues:
+            started = time.perf_counter()
+            claim_id, messages = driver.claim_controller.create(
+                queue, CLAIM, project=project, limit=1)
+            timings[queue].append(time.perf_counter() - started)
+            for message in messages:
+                driver.message_controller.delete(
+                    queue, message['id'], project=project, claim=claim_id)
+    out = []
+    for queue in queues:
+        ordered = sorted(timings[queue])
+        out.append((statistics.median(ordered),
+                     ordered[int(len(ordered) * 0.95) - 1]))
+    return out
