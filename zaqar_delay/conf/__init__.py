@@ -5,9 +5,10 @@
 """
 
 from zaqar_delay.conf import limits
+from zaqar_delay.conf import mongodb
 from zaqar_delay.conf import redis
 
-OPTION_MODULES = (limits, redis)
+OPTION_MODULES = (limits, mongodb, redis)
 
 
 def list_opts():

@@ -1,0 +1,169 @@
+"""Indexes exist, and the hot queries are shaped to use them.
+
+On mongomock the shape is checked statically (equality fields form a
+prefix of the index, then the range or sort field); on a real server
+(``ZAQAR_DELAY_TEST_MONGODB_URI``) ``explain()`` must also show the index
+and that no delayed, claimed or expired message is examined.
+"""
+
+import pytest
+
+from tests.contract.helpers import claim, post
+from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import queries
+
+NOW = 1_700_000_000_000
+
+
+def index_keys(query):
+    if query.index == '_id_':
+        return ['_id']
+    indexes = fields.INDEXES[query.collection]
+    return [key for key, _ in indexes[query.index][0]]
+
+
+def equality_fields(query_filter):
+    return [k for k, v in query_filter.items()
+            if not (isinstance(v, dict) and any(o.startswith('$')
+                                                for o in v))]
+
+
+def assert_uses_prefix(query):
+    keys = index_keys(query)
+    filt = query.filter
+    eq = [k for k in equality_fields(filt) if k in keys]
+    # Equality fields of the index come first, in index order.
+    assert keys[:len(eq)] == sorted(eq, key=keys.index), (query, keys)
+    assert keys[:len(eq)] == eq or set(keys[:len(eq)]) == set(eq)
+    # The next key is the sort or range field (or an $in on state,
+    # merged by position).
+    rest = keys[len(eq):]
+    if query.sort:
+        sort_field = query.sort[0][0]
+        assert sort_field in rest, (query, keys)
+    ranged = [k for k in filt if k not in eq and k in keys]
+    for field in ranged:
+        assert field in rest, (query, keys)
+
+
+EXAMPLES = [
+    queries.ready('q', 'p', NOW),
+    queries.page('q', 'p', NOW, None, ['r']),
+    queries.page('q', 'p', NOW, 5, ['r', 'c']),
+    queries.page('q', 'p', NOW, 5, ['r', 'c', 'd'], 'client'),
+    queries.due_now('q', 'p', NOW, -1),
+    queries.any_live('q', 'p', NOW, 1),
+    queries.delayed_due('q', 'p', NOW),
+    queries.expired('q', 'p', NOW),
+    queries.live('q', 'p', NOW),
+    queries.in_state('q', 'p', 'c'),
+    queries.grouped('q', 'p'),
+    queries.grouped('q', 'p', 'c'),
+    queries.ended_claims('q', 'p', NOW),
+    queries.of_claims('q', 'p', ['c1', 'c2']),
+    queries.by_ids('q', 'p', ['m1']),
+]
+
+
+@pytest.mark.parametrize('query', EXAMPLES,
+                         ids=lambda q: '{}-{}'.format(q.collection, q.index))
+def test_every_hot_query_follows_its_index_prefix(query):
+    assert_uses_prefix(query)
+
+
+def test_every_query_builder_is_covered():
+    built = {q.index for q in EXAMPLES}
+    assert {name for coll in fields.INDEXES.values() for name in coll
+            if not name.startswith('zd_sub') and name != 'zd_counter_queue'
+            } <= built | {'zd_claim'}
+
+
+def test_claim_query_leaves_out_delayed_claimed_and_expired():
+    query = queries.ready('q', 'p', NOW).filter
+    assert query['s'] == fields.READY
+    assert query['e'] == {'$gt': NOW}
+    assert list(query)[:3] == ['p', 'q', 's']
+
+
+def test_indexes_exist_with_their_options(driver):
+    database = driver.database
+    for collection, indexes in fields.INDEXES.items():
+        info = database[collection].index_information()
+        for name, (keys, options) in indexes.items():
+            assert name in info, (collection, name)
+            assert [tuple(k) for k in info[name]['key']] == [
+                tuple(k) for k in keys]
+            for option, value in options.items():
+                assert info[name].get(option) == value, (name, option)
+
+
+def test_positions_are_unique_per_queue(driver):
+    info = driver.database[fields.MESSAGES].index_information()
+    assert info['zd_position']['unique'] is True
+    assert info['zd_claim']['partialFilterExpression'] == {'s': 'c'}
+
+
+class Spy:
+    """Records the finds the driver sends, with their hints."""
+
+    def __init__(self, collection):
+        self.collection = collection
+        self.finds = []
+
+    def __getattr__(self, name):
+        return getattr(self.collection, name)
+
+    def find(self, query, projection=None, sort=None, limit=0, hint=None):
+        self.finds.append((query, sort, limit, hint))
+        return self.collection.find(query, projection, sort, limit, hint)
+
+
+def test_claim_and_list_send_hinted_index_shaped_queries(driver, project):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 60}, project=project)
+    post(driver, 'q', project, 'later', 'later')
+    post(driver, 'q', project, 'now', delay=0)
+    spy = Spy(driver.messages)
+    driver.message_controller._messages = spy
+    driver.claim_controller._messages = spy
+    claim(driver, 'q', project, limit=5)
+    list(next(driver.message_controller.list('q', project=project)))
+    hinted = [(q, hint) for q, _, _, hint in spy.finds if hint]
+    assert any(h == 'zd_state_position' and q.get('s') == 'r'
+               for q, h in hinted)
+    for query, hint in hinted:
+        assert query['p'] == project and query['q'] == 'q'
+
+
+def explain(driver, query, limit=10):
+    cursor = driver.messages.raw.find(query.filter)
+    if query.sort:
+        cursor = cursor.sort(query.sort)
+    return cursor.limit(limit).hint(query.index).explain()
+
+
+def stages(plan):
+    found = [plan.get('stage')]
+    for child in plan.get('inputStages', []) + [plan.get('inputStage')]:
+        if child:
+            found += stages(child)
+    return found
+
+
+def test_real_server_claim_examines_only_ready_messages(driver, real_server,
+                                                       project):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 600}, project=project)
+    post(driver, 'q', project, *range(300))              # delayed
+    post(driver, 'q', project, *range(50), delay=0)      # ready
+    claim(driver, 'q', project, limit=40)               # 40 claimed
+    now = driver.now()
+    plan = explain(driver, queries.ready('q', project, now), limit=5)
+    winning = plan['queryPlanner']['winningPlan']
+    assert 'IXSCAN' in stages(winning) and 'SORT' not in stages(winning)
+    stats = plan['executionStats']
+    assert stats['nReturned'] == 5
+    assert stats['totalDocsExamined'] == 5
+    due = queries.delayed_due('q', project, now)
+    plan = explain(driver, due)
+    assert plan['executionStats']['totalDocsExamined'] == 0

@@ -1,0 +1,53 @@
+"""Options of the MongoDB data driver (``message_store = delay.mongodb``).
+
+The group name follows Zaqar's ``drivers:message_store:<scheme>`` convention,
+so the same options are filled in from a pool URI such as
+``delay.mongodb://db1.example.org:27017``.
+"""
+
+from oslo_config import cfg
+
+GROUP_NAME = 'drivers:message_store:delay.mongodb'
+
+uri = cfg.StrOpt(
+    'uri', default='delay.mongodb://127.0.0.1:27017', secret=True,
+    help='MongoDB deployment to keep messages in, as a MongoDB connection '
+         'string whose scheme is delay.mongodb:// (or delay.mongodb+srv://). '
+         'The plain mongodb:// and mongodb+srv:// schemes are accepted too. '
+         'Credentials and options such as replicaSet go in the URI, so keep '
+         'zaqar.conf private on hosts where it holds a password.')
+
+database = cfg.StrOpt(
+    'database', default='zaqar_delay',
+    help='Name of the MongoDB database that holds the messages, claims, '
+         'counters and subscriptions collections of this driver.')
+
+max_body_size = cfg.IntOpt(
+    'max_body_size', default=1024 * 1024, min=1024, max=15 * 1024 * 1024,
+    help='Largest message body, in bytes of its UTF-8 JSON text, that the '
+         'driver stores. A larger body is refused with an error that names '
+         'this limit, and nothing of the post is stored. The maximum stays '
+         'below MongoDB\'s 16 MiB document limit.')
+
+server_selection_timeout = cfg.FloatOpt(
+    'server_selection_timeout', default=5.0, min=0.1, max=300.0,
+    help='Seconds to wait for a usable MongoDB server before an operation '
+         'fails with a storage error (Zaqar answers 503).')
+
+socket_timeout = cfg.FloatOpt(
+    'socket_timeout', default=10.0, min=0.1, max=300.0,
+    help='Seconds to wait for a MongoDB reply before the operation fails '
+         'with a storage error (Zaqar answers 503).')
+
+clock_sync_interval = cfg.FloatOpt(
+    'clock_sync_interval', default=0.0, min=0.0, max=300.0,
+    help='How the driver tells the time. With 0, every operation reads the '
+         'MongoDB server clock (one extra round trip), so all Zaqar nodes '
+         'share one clock exactly. With a positive number of seconds, the '
+         'offset between the server clock and the local clock is measured '
+         'that often and added to the local clock, which saves the round '
+         'trip at the cost of up to half a round trip plus local clock '
+         'drift of error.')
+
+ALL_OPTS = [uri, database, max_body_size, server_selection_timeout,
+            socket_timeout, clock_sync_interval]

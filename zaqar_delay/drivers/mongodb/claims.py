@@ -1,0 +1,198 @@
+"""Claims on MongoDB: conditional updates that no two claimers can share.
+
+A claim is a document in ``claims`` (the authority on when it ends) plus
+the messages whose ``c`` names it. Handing out is a bulk pattern:
+
+1. read up to ``limit`` ready ids in position order (``{p, q, s, k}``);
+2. ``update_many`` those ids *with the filter still saying* ``s: r``, so
+   each document flips ``r -> c`` once, atomically, for exactly one claim;
+3. read back which of them now carry this claim id (``{c}``).
+
+Ids that a concurrent claimer won are simply missing in step 3, and the
+loop reads the next ready ids. Pop is a claim whose messages are deleted
+right after step 3, so a crash between the two leaves them claimed (and
+redelivered when the short pop claim ends), never lost.
+"""
+
+import json
+import uuid
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import controller
+from zaqar_delay import rules
+from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import state
+
+# Seconds a popped message stays claimed if the pop dies before deleting.
+POP_CLAIM_TTL = 30
+
+
+class ClaimController(controller.ClaimController):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._messages = driver.messages
+        self._claims = driver.claims
+
+    def _claim(self, queue, project, ttl, grace, limit, policy):
+        return self.take(queue, project, limit, policy, 'claim', ttl, grace)
+
+    def take(self, queue, project, limit, policy, mode, ttl=POP_CLAIM_TTL,
+             grace=0):
+        """Claim (or pop) up to ``limit`` due messages; dead-letter those
+        whose attempts ran out. Returns (claim id, messages)."""
+        now = self.driver.now()
+        state.settle(self.driver, queue, project, now)
+        claim_id = str(uuid.uuid4())
+        expires = now + ttl * 1000
+        # The claim document goes first: it is what ends the claim, so no
+        # message can be claimed by a claim that will never end.
+        self._claims.insert_one(f.queue_filter(queue, project, **{
+            '_id': claim_id, f.TTL: ttl, f.EXPIRES: expires, 'g': grace,
+            f.REDELIVERY: policy.redelivery_delay}))
+        taken, exhausted = self._hand_out(
+            queue, project, now, claim_id, expires, grace, limit, policy)
+        if exhausted:
+            self._dead_letter(queue, project, policy, claim_id, exhausted,
+                              now)
+        if mode == 'pop' or not taken:
+            if taken:
+                self._messages.delete_many({
+                    '_id': {'$in': [doc['_id'] for doc in taken]},
+                    f.CLAIM: claim_id})
+            self._claims.delete_one({'_id': claim_id})
+            return claim_id, [
+                state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
+                             claimed=False) for doc in taken]
+        return claim_id, [state.render(doc, now) for doc in taken]
+
+    def _hand_out(self, queue, project, now, claim_id, expires, grace,
+                  limit, policy):
+        redelivery = policy.redelivery_delay
+        update = {
+            '$set': {f.STATE: f.CLAIMED, f.CLAIM: claim_id,
+                     f.CLAIM_EXPIRES: expires,
+                     f.DUE: expires + redelivery * 1000,
+                     f.REDELIVERY: redelivery},
+            '$inc': {f.CLAIM_COUNT: 1},
+            '$max': {f.EXPIRES: expires + grace * 1000}}
+        taken, exhausted = [], []
+        while len(taken) < limit:
+            ready = queries.ready(queue, project, now)
+            candidates = [doc['_id'] for doc in self._messages.find(
+                ready.filter, {'_id': True}, ready.sort,
+                limit - len(taken), ready.index)]
+            if not candidates:
+                break
+            self._messages.update_many(
+                dict(ready.filter, _id={'$in': candidates}), update)
+            won = self._messages.find(
+                {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
+                 '_id': {'$in': candidates}}, sort=[(f.POSITION, 1)])
+            for doc in won:
+                if (policy.max_claim_count
+                        and doc[f.CLAIM_COUNT] > policy.max_claim_count):
+                    exhausted.append(doc)
+                else:
+                    taken.append(doc)
+        taken.sort(key=lambda doc: doc[f.POSITION])
+        return taken, exhausted
+
+    def _dead_letter(self, queue, project, policy, claim_id, docs, now):
+        """Move messages whose attempts ran out to the dead-letter queue.
+
+        Each move is one conditional update of the document itself (new
+        queue, new position, ready, attempts reset), so a message is in
+        exactly one queue at every instant; without a dead-letter queue
+        the messages are dropped, as Zaqar does.
+        """
+        held = {f.PROJECT: project, f.QUEUE: queue, f.CLAIM: claim_id,
+                f.STATE: f.CLAIMED}
+        dlq = policy.dead_letter_queue
+        if dlq is None:
+            self._messages.delete_many(dict(
+                held, _id={'$in': [doc['_id'] for doc in docs]}))
+            return
+        dlq_policy = self._dlq_policy(dlq, project)
+        first = state.reserve_positions(self.driver.counters, dlq, project,
+                                        len(docs))
+        for offset, doc in enumerate(docs):
+            ttl = policy.dead_letter_ttl or doc[f.TTL]
+            changes = {f.QUEUE: dlq, f.POSITION: first + offset,
+                       f.STATE: f.READY, f.CLAIM_COUNT: 0, f.CREATED: now,
+                       f.DUE: now, f.TTL: ttl, f.EXPIRES: now + ttl * 1000}
+            removed = {f.CLAIM: '', f.CLAIM_EXPIRES: '', f.REDELIVERY: ''}
+            group = rules.group_or_none(json.loads(doc[f.BODY]),
+                                        dlq_policy)
+            if group is None:
+                removed[f.GROUP] = ''
+            else:
+                changes[f.GROUP] = group
+            self._messages.update_one(dict(held, _id=doc['_id']),
+                                      {'$set': changes, '$unset': removed})
+
+    def _dlq_policy(self, dlq, project):
+        try:
+            return self.driver.message_controller.policy(dlq, project)
+        except storage_errors.QueueDoesNotExist:
+            self.driver.queue_controller.create(dlq, project=project)
+            return rules.QueuePolicy()
+
+    def _get_claim(self, queue, project, claim_id):
+        now = self.driver.now()
+        claim = self._claims.find_one(f.queue_filter(queue, project, **{
+            '_id': str(claim_id), f.EXPIRES: {'$gt': now}}))
+        if claim is None:
+            return None
+        held = queries.of_claims(queue, project, [claim['_id']])
+        docs = self._messages.find(held.filter, None, held.sort,
+                                   hint=held.index)
+        messages = [state.render(doc, now) for doc in docs
+                    if state.live_claim(doc, now) == claim['_id']
+                    and doc[f.EXPIRES] > now]
+        ttl = claim[f.TTL]
+        meta = {'id': claim['_id'], 'ttl': ttl,
+                'age': max(0, (now - (claim[f.EXPIRES] - ttl * 1000))
+                           // 1000)}
+        return meta, messages
+
+    def _renew(self, queue, project, claim_id, ttl, grace):
+        now = self.driver.now()
+        expires = now + ttl * 1000
+        # Claim document first, then its messages: a message's claim
+        # expiry never outlives the document that ends the claim.
+        claim = self._claims.find_one_and_update(
+            f.queue_filter(queue, project, **{
+                '_id': str(claim_id), f.EXPIRES: {'$gt': now}}),
+            {'$set': {f.TTL: ttl, f.EXPIRES: expires, 'g': grace}},
+            projection={f.REDELIVERY: True})
+        if claim is None:
+            return False
+        redelivery = claim.get(f.REDELIVERY, 0)
+        held = queries.of_claims(queue, project, [claim['_id']])
+        self._messages.update_many(held.filter, {
+            '$set': {f.CLAIM_EXPIRES: expires,
+                     f.DUE: expires + redelivery * 1000},
+            '$max': {f.EXPIRES: expires + grace * 1000}})
+        return True
+
+    def _release(self, queue, project, claim_id):
+        now = self.driver.now()
+        where = f.queue_filter(queue, project, _id=str(claim_id))
+        claim = self._claims.find_one(where, {f.REDELIVERY: True})
+        if claim is None:
+            return
+        redelivery = claim.get(f.REDELIVERY, 0)
+        held = queries.of_claims(queue, project, [claim['_id']])
+        back = {f.CLAIM: '', f.CLAIM_EXPIRES: ''}
+        # Live messages are due after the redelivery delay from now; any
+        # whose claim already lapsed keep d = claim expiry + that delay.
+        self._messages.update_many(
+            dict(held.filter, **{f.CLAIM_EXPIRES: {'$gt': now}}),
+            {'$set': {f.STATE: f.DELAYED, f.DUE: now + redelivery * 1000},
+             '$unset': back})
+        self._messages.update_many(held.filter, {
+            '$set': {f.STATE: f.DELAYED}, '$unset': back})
+        self._claims.delete_one(where)

@@ -1,0 +1,84 @@
+"""MongoDB client construction and the one place MongoDB faults are handled.
+
+Every collection the controllers touch is a :class:`GuardedCollection`:
+each call is translated at this edge, so a lost server becomes
+``errors.BackendUnavailable``, a Zaqar ``ConnectionError`` (HTTP 503), and
+never a stack trace. ``find`` returns a list, so a fault while iterating a
+cursor is caught here too. Duplicate-key errors pass through: the
+controllers use unique indexes on purpose.
+"""
+
+import functools
+
+from oslo_log import log as logging
+import pymongo
+from pymongo import errors as mongo_errors
+
+from zaqar_delay import errors
+
+LOG = logging.getLogger(__name__)
+
+SCHEMES = {'delay.mongodb': 'mongodb', 'delay.mongodb+srv': 'mongodb+srv',
+           'mongodb': 'mongodb', 'mongodb+srv': 'mongodb+srv'}
+
+# Raised as they are: callers handle them.
+PASSED_THROUGH = (mongo_errors.DuplicateKeyError, mongo_errors.BulkWriteError)
+
+
+def mongodb_uri(uri):
+    """``delay.mongodb://...`` (or ``mongodb://...``) as a pymongo URI."""
+    scheme, sep, rest = uri.partition('://')
+    if not sep or scheme not in SCHEMES:
+        raise ValueError('MongoDB URI must start with delay.mongodb:// or '
+                         'mongodb://; got {!r}'.format(scheme))
+    return SCHEMES[scheme] + '://' + rest
+
+
+def make_client(uri, server_selection_timeout, socket_timeout, factory=None):
+    """A client for ``uri``; ``factory`` (tests only) replaces pymongo's."""
+    factory = factory or pymongo.MongoClient
+    selection_ms = int(server_selection_timeout * 1000)
+    return factory(mongodb_uri(uri), serverSelectionTimeoutMS=selection_ms,
+                   connectTimeoutMS=selection_ms,
+                   socketTimeoutMS=int(socket_timeout * 1000))
+
+
+def translate(call, *args, **kwargs):
+    """Run ``call``; turn MongoDB faults into Zaqar's ConnectionError."""
+    try:
+        return call(*args, **kwargs)
+    except PASSED_THROUGH:
+        raise
+    except mongo_errors.PyMongoError as exc:
+        LOG.error('MongoDB operation failed: %s', exc)
+        raise errors.BackendUnavailable(backend='MongoDB', reason=exc)
+
+
+class GuardedCollection:
+    """A pymongo collection whose every operation is :func:`translate`d."""
+
+    def __init__(self, collection):
+        self._collection = collection
+
+    @property
+    def raw(self):
+        """The collection itself (index management, explain in tests)."""
+        return self._collection
+
+    def find(self, query, projection=None, sort=None, limit=0, hint=None):
+        def run():
+            cursor = self._collection.find(query, projection)
+            if sort:
+                cursor = cursor.sort(sort)
+            if limit:
+                cursor = cursor.limit(limit)
+            if hint:
+                cursor = cursor.hint(hint)
+            return list(cursor)
+        return translate(run)
+
+    def __getattr__(self, name):
+        attr = getattr(self._collection, name)
+        if not callable(attr):
+            return attr
+        return functools.partial(translate, attr)

@@ -1,0 +1,150 @@
+"""The MongoDB data driver (``message_store = delay.mongodb``).
+
+Layout and indexes: fields.py; queries and the index each one uses:
+queries.py and docs/mongodb.md. Time comes from the MongoDB server's clock
+(clock.py): the ``hello`` command's ``localTime``, read once per operation
+and passed down, or an offset to it measured every ``clock_sync_interval``
+seconds. Atomicity comes from single-document conditional updates and
+unique indexes; every pymongo call goes through one fault translator
+(connection.py).
+"""
+
+from oslo_log import log as logging
+from zaqar.common import decorators
+from zaqar.storage import base as storage
+
+from zaqar_delay import conf as zd_conf
+from zaqar_delay.conf import limits
+from zaqar_delay.conf import mongodb as mongodb_conf
+from zaqar_delay.drivers.mongodb import claims
+from zaqar_delay.drivers.mongodb import clock
+from zaqar_delay.drivers.mongodb import connection
+from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import messages
+from zaqar_delay.drivers.mongodb import subscriptions
+
+LOG = logging.getLogger(__name__)
+
+# gc(): expired messages dropped per queue per pass.
+GC_BATCH = 1000
+
+
+class DataDriver(storage.DataDriverBase):
+
+    BASE_CAPABILITIES = (storage.Capabilities.FIFO,
+                         storage.Capabilities.CLAIMS,
+                         storage.Capabilities.DURABILITY,
+                         storage.Capabilities.AOD,
+                         storage.Capabilities.HIGH_THROUGHPUT)
+
+    _DRIVER_OPTIONS = [(mongodb_conf.GROUP_NAME, mongodb_conf.ALL_OPTS),
+                       (limits.GROUP_NAME, limits.ALL_OPTS)]
+
+    options_group = mongodb_conf.GROUP_NAME
+
+    # Tests only: ``client_factory(uri, **options)`` replaces pymongo's
+    # ``MongoClient`` (to run on mongomock); production leaves it unset.
+    # The class attribute reaches drivers that Zaqar itself builds.
+    client_factory = None
+
+    def __init__(self, conf, cache, control_driver, client_factory=None):
+        super().__init__(conf, cache, control_driver)
+        zd_conf.register(conf, mongodb_conf, limits)
+        self.mongodb_conf = conf[mongodb_conf.GROUP_NAME]
+        self._client_factory = client_factory or self.client_factory
+
+    @property
+    def capabilities(self):
+        return self.BASE_CAPABILITIES
+
+    @decorators.lazy_property(write=False)
+    def connection(self):
+        return connection.make_client(
+            self.mongodb_conf.uri, self.mongodb_conf.server_selection_timeout,
+            self.mongodb_conf.socket_timeout, self._client_factory)
+
+    @decorators.lazy_property(write=False)
+    def database(self):
+        database = self.connection[self.mongodb_conf.database]
+        connection.translate(ensure_indexes, database)
+        return database
+
+    def _collection(self, name):
+        return connection.GuardedCollection(self.database[name])
+
+    @decorators.lazy_property(write=False)
+    def messages(self):
+        return self._collection(fields.MESSAGES)
+
+    @decorators.lazy_property(write=False)
+    def claims(self):
+        return self._collection(fields.CLAIMS)
+
+    @decorators.lazy_property(write=False)
+    def counters(self):
+        return self._collection(fields.COUNTERS)
+
+    @decorators.lazy_property(write=False)
+    def subscriptions(self):
+        return self._collection(fields.SUBSCRIPTIONS)
+
+    @decorators.lazy_property(write=False)
+    def clock(self):
+        return clock.StoreClock(self._server_time,
+                                self.mongodb_conf.clock_sync_interval)
+
+    def _server_time(self):
+        reply = connection.translate(self.connection.admin.command, 'hello')
+        return reply['localTime']
+
+    def now(self):
+        """"Now" in epoch ms: the server's clock, or the test clock."""
+        return self.clock()
+
+    def use_clock(self, fn):
+        """Tests only: take "now" (epoch ms) from ``fn()`` instead of the
+        MongoDB clock; ``None`` restores the MongoDB clock."""
+        self.clock.override = fn
+
+    def is_alive(self):
+        try:
+            return bool(self.connection.admin.command('ping').get('ok'))
+        except Exception:
+            return False
+
+    def _health(self):
+        return {'storage_reachable': self.is_alive(),
+                'operation_status': self._get_operation_status()}
+
+    def close(self):
+        self.connection.close()
+
+    def gc(self):
+        """Settle every queue that has messages: end lapsed claims, promote
+        due messages, drop up to GC_BATCH expired messages each. Safe on
+        several hosts at once: every step is a conditional update."""
+        dropped = 0
+        for counter in self.counters.find({}, {'p': True, 'q': True}):
+            dropped += self.message_controller.gc(
+                counter['q'], counter['p'], GC_BATCH)
+        LOG.debug('gc dropped %d expired messages', dropped)
+        return dropped
+
+    @decorators.lazy_property(write=False)
+    def message_controller(self):
+        return messages.MessageController(self)
+
+    @decorators.lazy_property(write=False)
+    def claim_controller(self):
+        return claims.ClaimController(self)
+
+    @decorators.lazy_property(write=False)
+    def subscription_controller(self):
+        return subscriptions.SubscriptionController(self)
+
+
+def ensure_indexes(database):
+    """Create every index of fields.INDEXES (a no-op when they exist)."""
+    for collection, indexes in fields.INDEXES.items():
+        for name, (keys, options) in indexes.items():
+            database[collection].create_index(keys, name=name, **options)

@@ -1,0 +1,204 @@
+"""Messages on MongoDB: one document each (layout in fields.py).
+
+Posting takes positions from the queue's counter document with one
+``$inc`` and inserts the documents; every state change after that is a
+single-document conditional update (see claims.py), and every read settles
+the queue first (state.settle), so a state read from a document is exact
+at the operation's "now".
+"""
+
+from pymongo import errors as mongo_errors
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import controller
+from zaqar_delay import errors
+from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import state
+
+DUPLICATE_KEY = 11000
+
+
+class MessageController(controller.MessageController):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._messages = driver.messages
+
+    def _check_sizes(self, messages):
+        limit = self.driver.mongodb_conf.max_body_size
+        for index, message in enumerate(messages):
+            size = len(message.body_json.encode('utf-8'))
+            if size > limit:
+                raise errors.InvalidInput(
+                    'message {} body is {} bytes; the MongoDB driver stores '
+                    'bodies of at most {} bytes (option max_body_size in '
+                    '[{}])'.format(index, size, limit,
+                                   self.driver.options_group))
+
+    def _insert(self, queue, project, messages, client_uuid):
+        self._check_sizes(messages)
+        now = self.driver.now()
+        first = state.reserve_positions(self.driver.counters, queue, project,
+                                        len(messages))
+        docs = [self.document(queue, project, message, client_uuid, now,
+                              first + offset)
+                for offset, message in enumerate(messages)]
+        try:
+            self._messages.insert_many(docs, ordered=False)
+        except mongo_errors.BulkWriteError as exc:
+            # A retried post re-sends the same ids: those already stored
+            # are skipped, as Redis' post.lua skips existing ids.
+            details = exc.details or {}
+            if details.get('writeConcernErrors') or any(
+                    error.get('code') != DUPLICATE_KEY
+                    for error in details.get('writeErrors', [])):
+                raise errors.BackendUnavailable(backend='MongoDB',
+                                                reason=exc)
+
+    @staticmethod
+    def document(queue, project, message, client_uuid, now, position):
+        due = now + message.delay * 1000
+        doc = f.queue_filter(queue, project, **{
+            '_id': message.id, f.POSITION: position,
+            f.STATE: f.DELAYED if due > now else f.READY,
+            f.BODY: message.body_json, f.TTL: message.ttl,
+            f.CREATED: now, f.EXPIRES: now + message.ttl * 1000, f.DUE: due,
+            f.CLIENT: client_uuid, f.CLAIM_COUNT: 0})
+        if message.group is not None:
+            doc[f.GROUP] = message.group
+        return doc
+
+    def _list(self, queue, project, marker, limit, echo, client_uuid,
+              include_claimed, include_delayed):
+        now = self.driver.now()
+        state.settle(self.driver, queue, project, now)
+        states = [f.READY]
+        if include_claimed:
+            states.append(f.CLAIMED)
+        if include_delayed:
+            states.append(f.DELAYED)
+        query = queries.page(queue, project, now, marker, states,
+                             None if echo else client_uuid)
+        docs = self._messages.find(query.filter, None, query.sort, limit,
+                                   query.index)
+        return ([state.render(doc, now) for doc in docs],
+                docs[-1][f.POSITION] if docs else None)
+
+    def _first(self, queue, project, sort):
+        now = self.driver.now()
+        state.settle(self.driver, queue, project, now)
+        doc = self._due(queue, project, now, sort)
+        return state.render(doc, now, include_created=True) if doc else None
+
+    def _due(self, queue, project, now, sort):
+        query = queries.due_now(queue, project, now, sort)
+        found = self._messages.find(query.filter, None, query.sort, 1,
+                                    query.index)
+        return found[0] if found else None
+
+    def _get_many(self, queue, project, message_ids):
+        wanted = [mid for mid in message_ids if isinstance(mid, str)]
+        if not wanted:
+            return []
+        now = self.driver.now()
+        query = queries.by_ids(queue, project, wanted)
+        query.filter[f.EXPIRES] = {'$gt': now}
+        by_id = {doc['_id']: doc for doc in self._messages.find(query.filter)}
+        return [state.render(by_id[mid], now) for mid in wanted
+                if mid in by_id]
+
+    def _delete(self, queue, project, message_id, claim_id):
+        if not isinstance(message_id, str):
+            return
+        now = self.driver.now()
+        target = f.queue_filter(queue, project, _id=message_id)
+        if claim_id is not None:
+            condition = {f.STATE: f.CLAIMED, f.CLAIM: str(claim_id),
+                         f.CLAIM_EXPIRES: {'$gt': now}}
+        else:
+            condition = {'$or': [{f.STATE: {'$ne': f.CLAIMED}},
+                                 {f.CLAIM_EXPIRES: {'$lte': now}}]}
+        if self._messages.delete_one(dict(target, **condition)).deleted_count:
+            return
+        doc = self._messages.find_one(target)
+        if doc is None:
+            return
+        if doc[f.EXPIRES] <= now:
+            self._messages.delete_one(dict(target, e={'$lte': now}))
+            return
+        live = state.live_claim(doc, now)
+        if claim_id is None:
+            raise storage_errors.MessageIsClaimed(message_id)
+        if live is None:
+            raise storage_errors.MessageNotClaimed(message_id)
+        raise storage_errors.MessageNotClaimedBy(message_id, claim_id)
+
+    def _bulk_delete(self, queue, project, message_ids, claim_ids):
+        wanted = [mid for mid in message_ids if isinstance(mid, str)]
+        if not wanted:
+            return
+        query = queries.by_ids(queue, project, wanted)
+        if claim_ids:
+            now = self.driver.now()
+            foreign = dict(query.filter, **{
+                f.STATE: f.CLAIMED, f.CLAIM_EXPIRES: {'$gt': now},
+                f.EXPIRES: {'$gt': now},
+                f.CLAIM: {'$nin': [str(cid) for cid in claim_ids]}})
+            if self._messages.find_one(foreign, {'_id': True}) is not None:
+                raise storage_errors.ClaimDoesNotMatch(
+                    ','.join(claim_ids), queue, project)
+        self._messages.delete_many(query.filter)
+
+    def _pop(self, queue, project, limit, policy):
+        return self.driver.claim_controller.take(
+            queue, project, limit, policy, mode='pop')[1]
+
+    def _purge_queue(self, queue, project):
+        where = f.queue_filter(queue, project)
+        self._messages.delete_many(where)
+        self.driver.claims.delete_many(where)
+        self.driver.counters.delete_one(where)
+
+    def _stats(self, queue, project):
+        now = self.driver.now()
+        state.settle(self.driver, queue, project, now, purge_batch=None)
+        count = self._messages.count_documents
+        total = count(queries.live(queue, project, now).filter)
+        claimed = count(queries.in_state(queue, project, f.CLAIMED).filter)
+        delayed = count(queries.in_state(queue, project, f.DELAYED).filter)
+        # Expired messages are gone after the full settle above, so group
+        # ids are a distinct scan of {p, q, g, k}.
+        groups = self._messages.distinct
+        stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
+                 'free': total - claimed - delayed,
+                 'groups': len(groups(
+                     f.GROUP, queries.grouped(queue, project).filter)),
+                 'groups_in_flight': len(groups(
+                     f.GROUP, queries.grouped(queue, project,
+                                              f.CLAIMED).filter))}
+        # Zaqar expects oldest and newest whenever total is not zero, so
+        # they cover delayed messages too (as the Redis driver does).
+        oldest = self._any(queue, project, now, 1)
+        if oldest:
+            stats['oldest'] = _stat_entry(oldest, now)
+            stats['newest'] = _stat_entry(
+                self._any(queue, project, now, -1), now)
+        return stats
+
+    def _any(self, queue, project, now, sort):
+        query = queries.any_live(queue, project, now, sort)
+        found = self._messages.find(query.filter, None, query.sort, 1,
+                                    query.index)
+        return found[0] if found else None
+
+    def gc(self, queue, project, batch):
+        """Settle one queue and drop up to ``batch`` expired messages."""
+        return state.settle(self.driver, queue, project, self.driver.now(),
+                            purge_batch=batch)
+
+
+def _stat_entry(doc, now):
+    message = state.render(doc, now, include_created=True)
+    return {'id': message['id'], 'age': message['age'],
+            'created': message['created']}

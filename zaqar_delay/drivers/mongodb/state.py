@@ -1,0 +1,104 @@
+"""Steps the message and claim controllers share: positions, settling a
+queue at "now", and turning stored documents into Zaqar's message dicts.
+
+Settling is what Redis does in ``refresh()`` (lua/_common.lua): claims that
+ended put their messages back (``c -> d``; ``d`` already holds claim expiry
++ redelivery delay), delayed messages that are due become ready
+(``d -> r``), and a bounded batch of expired messages is deleted. Each step
+is an index range over exactly the documents that change, so a queue with
+nothing to settle costs three empty index probes.
+"""
+
+import json
+
+from pymongo import errors as mongo_errors
+from pymongo import ReturnDocument
+
+from zaqar_delay import controller
+from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import queries
+
+# Claims settled per pass, expired messages dropped per claim or list.
+SETTLE_BATCH = 1000
+PURGE_BATCH = 100
+
+
+def reserve_positions(counters, queue, project, count):
+    """Atomically take ``count`` new positions; returns the first one.
+
+    One ``$inc`` on the queue's counter document: concurrent posters get
+    disjoint ranges, and the unique ``{p, q, k}`` index backs it up.
+    """
+    for attempt in (1, 2):
+        try:
+            doc = counters.find_one_and_update(
+                f.queue_filter(queue, project), {'$inc': {'n': count}},
+                projection={'n': True, '_id': False}, upsert=True,
+                return_document=ReturnDocument.AFTER)
+            return doc['n'] - count + 1
+        except mongo_errors.DuplicateKeyError:
+            # Two first posts raced to create the counter; the loser's
+            # upsert failed and a plain $inc now finds the document.
+            if attempt == 2:
+                raise
+
+
+def settle(driver, queue, project, now, purge_batch=PURGE_BATCH):
+    """Bring a queue's states up to ``now``; returns messages purged."""
+    end_claims(driver, queue, project, now)
+    due = queries.delayed_due(queue, project, now)
+    driver.messages.update_many(due.filter, {'$set': {f.STATE: f.READY}})
+    return purge_expired(driver, queue, project, now, purge_batch)
+
+
+def end_claims(driver, queue, project, now):
+    """Claims whose expiry passed give their messages back (``c -> d``).
+
+    Messages first, then the claim documents (only if still ended), so an
+    interruption leaves the claim to be ended again, never a message stuck
+    in ``c`` without a claim.
+    """
+    ended = queries.ended_claims(queue, project, now)
+    found = driver.claims.find(ended.filter, {'_id': True}, ended.sort,
+                               SETTLE_BATCH, ended.index)
+    if not found:
+        return
+    claim_ids = [claim['_id'] for claim in found]
+    held = queries.of_claims(queue, project, claim_ids)
+    driver.messages.update_many(held.filter, {
+        '$set': {f.STATE: f.DELAYED},
+        '$unset': {f.CLAIM: '', f.CLAIM_EXPIRES: ''}})
+    driver.claims.delete_many({'_id': {'$in': claim_ids},
+                               f.EXPIRES: {'$lte': now}})
+
+
+def purge_expired(driver, queue, project, now, batch=PURGE_BATCH):
+    """Delete up to ``batch`` expired messages (all when None)."""
+    query = queries.expired(queue, project, now)
+    if batch is None:
+        return driver.messages.delete_many(query.filter).deleted_count
+    found = driver.messages.find(query.filter, {'_id': True}, query.sort,
+                                 batch, query.index)
+    if not found:
+        return 0
+    return driver.messages.delete_many(dict(
+        query.filter, _id={'$in': [doc['_id'] for doc in found]})
+    ).deleted_count
+
+
+def live_claim(doc, now):
+    """The id of the live claim holding ``doc``, or None."""
+    if doc[f.STATE] == f.CLAIMED and doc.get(f.CLAIM_EXPIRES, 0) > now:
+        return doc[f.CLAIM]
+    return None
+
+
+def render(doc, now, include_created=False, claim_count=None, claimed=True):
+    """Zaqar's message dict (with its ``marker``) for a stored document."""
+    message = controller.basic_message(
+        doc['_id'], json.loads(doc[f.BODY]), doc[f.TTL], doc[f.CREATED],
+        now, claim_id=live_claim(doc, now) if claimed else None,
+        claim_count=doc[f.CLAIM_COUNT] if claim_count is None
+        else claim_count, include_created=include_created)
+    message['marker'] = str(doc[f.POSITION])
+    return message

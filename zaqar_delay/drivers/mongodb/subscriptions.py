@@ -1,0 +1,131 @@
+"""Notification subscriptions on MongoDB (collection ``subscriptions``).
+
+One document per subscription (fields in fields.py). A unique index on
+``{p, s, u}`` makes "one subscription per subscriber URI and queue" hold
+under concurrent creates; an expired subscription is removed before a new
+one takes its URI. Reads filter on ``e``, so the TTL monitor's lag (up to a
+minute) is never visible. Options are stored as JSON text, so ``$`` or
+dotted keys in them are data.
+"""
+
+import datetime
+import json
+import uuid
+
+import bson
+from pymongo import errors as mongo_errors
+from zaqar.storage import base as storage
+from zaqar.storage import errors as storage_errors
+
+
+class SubscriptionController(storage.Subscription):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._subs = driver.subscriptions
+
+    def _where(self, queue, project, **more):
+        query = {'p': project, 's': queue}
+        query.update(more)
+        return query
+
+    def _live(self, queue, project, now, **more):
+        return self._where(queue, project, e={'$gt': now}, **more)
+
+    @staticmethod
+    def _render(doc, now):
+        return {'id': doc['_id'], 'source': doc['s'],
+                'subscriber': doc['u'], 'ttl': doc['t'],
+                'age': max(0, (now - (doc['e'] - doc['t'] * 1000)) // 1000),
+                'options': json.loads(doc['o']),
+                'confirmed': bool(doc['c'])}
+
+    def _find_one(self, queue, project, now, **more):
+        doc = self._subs.find_one(self._live(queue, project, now, **more))
+        return None if doc is None else self._render(doc, now)
+
+    def list(self, queue, project=None, marker=None,
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+        now = self.driver.now()
+        query = self._live(queue, project, now)
+        if marker:
+            after = self._subs.find_one(
+                self._where(queue, project, _id=str(marker)), {'k': True})
+            if after is not None:
+                query['k'] = {'$gt': after['k']}
+        docs = self._subs.find(query, None, [('k', 1)], limit,
+                               'zd_sub_order')
+        found = [self._render(doc, now) for doc in docs]
+        yield iter(found)
+        yield found[-1]['id'] if found else None
+
+    def get(self, queue, subscription_id, project=None):
+        found = self._find_one(queue, project, self.driver.now(),
+                               _id=str(subscription_id))
+        if found is None:
+            raise storage_errors.SubscriptionDoesNotExist(subscription_id)
+        return found
+
+    def create(self, queue, subscriber, ttl, options, project=None):
+        now = self.driver.now()
+        # An expired subscription frees its subscriber URI at once.
+        self._subs.delete_many(self._where(queue, project, u=subscriber,
+                                           e={'$lte': now}))
+        subscription_id = str(uuid.uuid4())
+        doc = self._where(queue, project, _id=subscription_id, u=subscriber,
+                          o=json.dumps(options), c=False, k=bson.ObjectId())
+        doc.update(_expiry(now, ttl))
+        try:
+            self._subs.insert_one(doc)
+        except mongo_errors.DuplicateKeyError:
+            return None
+        return subscription_id
+
+    def update(self, queue, subscription_id, project=None, **kwargs):
+        now = self.driver.now()
+        current = self.get(queue, subscription_id, project)
+        changes = {}
+        subscriber = kwargs.get('subscriber')
+        if subscriber and subscriber != current['subscriber']:
+            self._subs.delete_many(self._where(
+                queue, project, u=subscriber, e={'$lte': now}))
+            changes['u'] = subscriber
+        if kwargs.get('options') is not None:
+            changes['o'] = json.dumps(kwargs['options'])
+        if kwargs.get('ttl') is not None:
+            changes.update(_expiry(now, kwargs['ttl']))
+        if not changes:
+            return
+        try:
+            self._subs.update_one(
+                self._where(queue, project, _id=str(subscription_id)),
+                {'$set': changes})
+        except mongo_errors.DuplicateKeyError:
+            raise storage_errors.SubscriptionAlreadyExists()
+
+    def exists(self, queue, subscription_id, project=None):
+        return self._find_one(queue, project, self.driver.now(),
+                              _id=str(subscription_id)) is not None
+
+    def delete(self, queue, subscription_id, project=None):
+        self._subs.delete_one(self._where(queue, project,
+                                          _id=str(subscription_id)))
+
+    def get_with_subscriber(self, queue, subscriber, project=None):
+        return self._find_one(queue, project, self.driver.now(),
+                              u=subscriber)
+
+    def confirm(self, queue, subscription_id, project=None, confirmed=True):
+        self.get(queue, subscription_id, project)
+        self._subs.update_one(
+            self._where(queue, project, _id=str(subscription_id)),
+            {'$set': {'c': bool(confirmed)}})
+
+
+def _expiry(now, ttl):
+    """``t``, ``e`` (epoch ms) and ``x`` (the date the TTL index reads)."""
+    expires = now + ttl * 1000
+    return {'t': ttl, 'e': expires,
+            'x': datetime.datetime.fromtimestamp(
+                expires / 1000, tz=datetime.timezone.utc).replace(
+                    tzinfo=None)}
