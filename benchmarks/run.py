@@ -12,9 +12,12 @@ own empty-queue latency).
 """
 
 import argparse
+import os
 import statistics
 import sys
 import uuid
+
+import pymongo
 
 from benchmarks import workloads
 from tests import backends
@@ -34,6 +37,57 @@ def redis_pair(redis_url):
     control = backends.control_driver(conf, redis_url)
     return (ours.DataDriver(conf, None, control),
             zaqar_redis.DataDriver(conf, None, control))
+
+
+class _StandaloneView:
+    """mongomock's client as Zaqar's driver probes it: one node, no mongos,
+    the default write concern (mongomock takes these attribute names for
+    databases); fine with unreliable = True."""
+
+    nodes = frozenset()
+    is_mongos = False
+    write_concern = pymongo.WriteConcern()
+
+    def __init__(self, client):
+        self._client = client
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def __getitem__(self, name):
+        return self._client[name]
+
+
+def mongodb_pair(redis_url, uri):
+    """Our MongoDB driver and Zaqar's, on ``uri`` or else on mongomock
+    (where the figures only show that both run: mongomock is an in-process
+    fake with its own costs)."""
+    from unittest import mock
+    from zaqar.storage.mongodb import driver as zaqar_mongodb
+    from zaqar_delay.drivers.mongodb import driver as ours
+    from tests.factories import mongodb as mongodb_factory
+    conf = backends.make_conf()
+    conf.set_override('unreliable', True)
+    database = 'zd_bench_' + uuid.uuid4().hex[:8]
+    conf.set_override('database', database,
+                      group='drivers:message_store:delay.mongodb')
+    conf.set_override('database', database + '_zaqar',
+                      group='drivers:message_store:mongodb')
+    control = backends.control_driver(conf, redis_url)
+    if uri:
+        conf.set_override('uri', uri,
+                          group='drivers:message_store:delay.mongodb')
+        conf.set_override('uri', uri, group='drivers:message_store:mongodb')
+        return (ours.DataDriver(conf, None, control),
+                zaqar_mongodb.DataDriver(conf, None, control))
+    factory = mongodb_factory.mongomock_client_factory()
+    client = _StandaloneView(factory(None))
+    with mock.patch.object(zaqar_mongodb, '_connection',
+                           lambda conf: client):
+        theirs = zaqar_mongodb.DataDriver(conf, None, control)
+        theirs.connection  # resolved now, while the patch holds
+    return ours.DataDriver(conf, None, control, client_factory=factory), \
+        theirs
 
 
 def fmt_rate(value):
@@ -96,19 +150,44 @@ def bench(ours, theirs, args):
                 groups, groups * blocked), fmt_ms(m), m[0] / mine[0][0]))
 
 
+def quick(args):
+    args.messages, args.samples = 500, 50
+    args.delayed, args.groups = [0, 1000], [(0, 0), (100, 10)]
+    return args
+
+
+def full(args):
+    args.messages, args.samples = 5000, 300
+    args.delayed, args.groups = [0, 10000, 100000], [(0, 0), (10000, 10)]
+    return args
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--quick', action='store_true',
                         help='small sizes, to check that everything runs')
+    parser.add_argument('--backend', action='append',
+                        choices=('redis', 'mongodb'),
+                        help='backends to measure (default: all)')
+    parser.add_argument('--mongodb-uri',
+                        default=os.environ.get('ZAQAR_DELAY_TEST_MONGODB_URI'),
+                        help='a real MongoDB server; default: mongomock')
     args = parser.parse_args(argv)
-    args.messages = 500 if args.quick else 5000
-    args.samples = 50 if args.quick else 300
-    args.delayed = [0, 1000] if args.quick else [0, 10000, 100000]
-    args.groups = [(0, 0), (100, 10)] if args.quick else [(0, 0),
-                                                          (10000, 10)]
+    chosen = args.backend or ['redis', 'mongodb']
+    args = quick(args) if args.quick else full(args)
     with RedisServer() as server:
-        print('Redis:', server.binary, 'on', server.url)
-        bench(*redis_pair(server.url), args)
+        if 'redis' in chosen:
+            print('\n#### Redis:', server.binary, 'on', server.url)
+            bench(*redis_pair(server.url), args)
+        if 'mongodb' in chosen:
+            if args.mongodb_uri:
+                print('\n#### MongoDB:', args.mongodb_uri)
+            else:
+                print('\n#### MongoDB on mongomock (no server given): '
+                      'checks that both drivers run; the figures measure '
+                      'mongomock, not MongoDB')
+                args = quick(args)
+            bench(*mongodb_pair(server.url, args.mongodb_uri), args)
 
 
 if __name__ == '__main__':
