@@ -73,3 +73,17 @@ def make_queue(driver, project):
                                        project=project)
         return name
     return make
+
+
+@pytest.fixture(scope='session')
+def swift_server():
+    """A real single-node Swift (tempauth) on loopback, once per session."""
+    from tests.servers import swift_server as swift_module
+    server = swift_module.SwiftServer()
+    try:
+        server.start()
+    except (swift_module.SwiftUnavailable,
+            swift_module.SwiftStartError) as exc:
+        unavailable(str(exc))
+    yield server
+    server.stop()

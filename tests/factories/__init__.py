@@ -11,5 +11,5 @@ message-group suites for those in ``GROUP_BACKENDS``, the backends that
 implement SPEC section 4 so far.
 """
 
-BACKENDS = ('redis', 'mongodb')
+BACKENDS = ('redis', 'mongodb', 'swift')
 GROUP_BACKENDS = ('redis',)

@@ -7,8 +7,9 @@
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import mongodb
 from zaqar_delay.conf import redis
+from zaqar_delay.conf import swift
 
-OPTION_MODULES = (limits, mongodb, redis)
+OPTION_MODULES = (limits, mongodb, redis, swift)
 
 
 def list_opts():

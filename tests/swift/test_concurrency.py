@@ -1,0 +1,78 @@
+"""Several real processes posting and claiming on one real Swift queue.
+
+Claim exclusivity on Swift rests on one thing: ``PUT l/<id>/<attempt>`` with
+``If-None-Match: *`` succeeds for exactly one creator. These tests check the
+consequences with real competing processes.
+"""
+
+import collections
+import multiprocessing
+import time
+
+import pytest
+
+from tests.factories import swift as swift_factory
+from tests.swift import workers
+
+pytestmark = pytest.mark.slow
+
+CONSUMERS = 4
+PRODUCERS = 2
+PER_PRODUCER = 60
+
+
+def run(swift_server, redis_url, queue, project, abandon_every, claim_ttl):
+    ctx = multiprocessing.get_context('spawn')
+    uri = swift_factory.swift_uri(swift_server)
+    driver = workers.make_driver(uri, redis_url)
+    driver.queue_controller.create(queue, project=project)
+    produced, handed = ctx.Queue(), ctx.Queue()
+    start = time.time() + 3  # let every spawned interpreter boot first
+    processes = [ctx.Process(target=workers.produce,
+                             args=(uri, redis_url, queue, project,
+                                   PER_PRODUCER, start, produced))
+                 for _ in range(PRODUCERS)]
+    processes += [ctx.Process(target=workers.consume,
+                              args=(uri, redis_url, queue, project,
+                                    abandon_every, claim_ttl, start, handed))
+                  for _ in range(CONSUMERS)]
+    for process in processes:
+        process.start()
+    posted = [mid for _ in range(PRODUCERS)
+              for mid in produced.get(timeout=120)]
+    handouts = [h for _ in range(CONSUMERS) for h in handed.get(timeout=300)]
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    return driver, posted, handouts
+
+
+def test_competing_consumers_never_share_a_message_and_lose_none(
+        swift_server, redis_url, project):
+    driver, posted, handouts = run(swift_server, redis_url, 'race', project,
+                                   0, 60)
+    assert len(set(posted)) == PRODUCERS * PER_PRODUCER
+    counts = collections.Counter(mid for mid, _, _, _ in handouts)
+    assert set(counts) == set(posted), 'a posted message was never delivered'
+    assert max(counts.values()) == 1, 'a message was delivered twice'
+    assert driver.message_controller._stats('race', project)['total'] == 0
+
+
+def test_abandoned_claims_are_redelivered_never_concurrently(
+        swift_server, redis_url, project):
+    claim_ttl = 1
+    driver, posted, handouts = run(swift_server, redis_url, 'crashy',
+                                   project, 3, claim_ttl)
+    by_message = collections.defaultdict(list)
+    for mid, claim_id, began, ended in handouts:
+        by_message[mid].append((began, ended, claim_id))
+    assert set(by_message) == set(posted), 'a message was lost'
+    for mid, deliveries in by_message.items():
+        deliveries.sort()
+        for first, second in zip(deliveries, deliveries[1:]):
+            # A claim's expiry counts from when its request began (that is
+            # when the driver reads the clock); a redelivery can only come
+            # out of a claim request that ends after that expiry.
+            assert second[1] - first[0] >= claim_ttl - 0.05, (
+                mid, deliveries)
+    assert driver.message_controller._stats('crashy', project)['total'] == 0

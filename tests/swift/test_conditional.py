@@ -1,0 +1,90 @@
+"""If-None-Match on Swift: conflicts, lost replies and retried posts."""
+
+import threading
+
+from tests.contract.helpers import CLIENT, bodies, claim, listed, post
+from zaqar_delay import rules
+from zaqar_delay.drivers.swift import names
+
+
+def test_racing_creators_of_one_object_have_one_winner(swift_driver, project):
+    store = swift_driver.store
+    container = names.container(names.MESSAGES, 'race', project)
+    for round_ in range(5):
+        wins, start = [], threading.Barrier(6)
+
+        def contend():
+            start.wait()
+            wins.append(store.create(container, 'l/x/%d' % round_))
+
+        threads = [threading.Thread(target=contend) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert wins.count(True) == 1, wins
+
+
+def test_a_lost_reply_to_a_winning_put_still_wins(swift_driver, project,
+                                                  monkeypatch):
+    store = swift_driver.store
+    container = names.container(names.MESSAGES, 'lost', project)
+    real_put = store.put
+
+    def put_twice(*args, **kwargs):
+        real_put(*args, **kwargs)          # reply "lost"
+        return real_put(*args, **kwargs)   # the retry gets 412
+
+    monkeypatch.setattr(store, 'put', put_twice)
+    assert store.create(container, 'l/y/1') is True
+    monkeypatch.setattr(store, 'put', real_put)
+    assert store.create(container, 'l/y/1') is False
+
+
+def test_taken_positions_are_skipped_in_order(swift_driver, swift_queue,
+                                              project, swift_clock):
+    queue = swift_queue()
+    qs = swift_driver.queue_state(queue, project)
+    base = swift_clock.now_ms * 1000
+    # Another node holds every position this post could first pick.
+    for offset in range(0, 1000, 1):
+        if offset % 100 == 0:
+            swift_driver.store.put(qs.c, names.position_obj(base + offset))
+    post(swift_driver, queue, project, 'a', 'b', 'c')
+    assert bodies(listed(swift_driver, queue, project)) == ['a', 'b', 'c']
+    markers = [int(m['marker']) for m in listed(swift_driver, queue,
+                                                 project)]
+    assert markers == sorted(markers) and min(markers) > base
+
+
+def test_a_retried_post_does_not_duplicate(swift_driver, swift_queue,
+                                           project):
+    queue = swift_queue()
+    message = rules.NewMessage(id='0f0f0f0f-0000-4000-8000-000000000001',
+                               ttl=60, delay=0, body='once',
+                               body_json='"once"')
+    messages = swift_driver.message_controller
+    messages._insert(queue, project, [message], str(CLIENT))
+    messages._insert(queue, project, [message], str(CLIENT))
+    assert bodies(listed(swift_driver, queue, project)) == ['once']
+    assert messages._stats(queue, project)['total'] == 1
+
+
+def test_claimers_in_threads_never_share_a_message(swift_driver, swift_queue,
+                                                   project):
+    queue = swift_queue()
+    post(swift_driver, queue, project, *range(20))
+    got, start = [], threading.Barrier(4)
+
+    def consume():
+        start.wait()
+        for _ in range(4):
+            got.extend(m['id'] for m in claim(swift_driver, queue, project,
+                                              limit=3)[1])
+
+    threads = [threading.Thread(target=consume) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == len(set(got)) == 20

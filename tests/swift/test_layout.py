@@ -1,0 +1,90 @@
+"""Swift names and layout: data never becomes syntax, and every object a
+message needs is where names.py says."""
+
+import pytest
+
+from tests.contract.helpers import claim, post
+from zaqar_delay.drivers.swift import connection
+from zaqar_delay.drivers.swift import names
+
+
+@pytest.mark.parametrize('project,queue', [
+    ('a:b', 'c'), ('a', 'b:c'), ('a/b', 'c'), ('', 'q'), (None, 'q'),
+    ('#x', 'q'), ('\u2603', 'q'), ('%3A', 'q'), ('x' * 256, 'q' * 64),
+])
+def test_container_names_are_valid_and_unforgeable(project, queue):
+    name = names.container(names.MESSAGES, queue, project)
+    assert len(name.encode()) <= 256 and '/' not in name
+    assert name.count(':') == 3  # zd : kind : project : queue
+    assert name.startswith('zd:m:')
+
+
+def test_distinct_projects_never_share_a_container():
+    pairs = [('a:b', 'c'), ('a', 'b:c'), ('a%3Ab', 'c'), ('', 'q'),
+             ('x' * 256, 'q'), ('x' * 255, 'q'), ('#' + 'x' * 64, 'q')]
+    containers = {names.container(names.MESSAGES, q, p) for p, q in pairs}
+    assert len(containers) == len(pairs)
+
+
+def test_a_long_project_is_hashed():
+    name = names.container(names.MESSAGES, 'q', 'x' * 256)
+    assert name.startswith('zd:m:#') and len(name) < 100
+
+
+def test_uri_forms():
+    v1 = connection.Endpoint(
+        'delay.swift://test%3Atester:tes%40ting@127.0.0.1:8080/auth/v1.0'
+        '?auth=v1', 'keystone')
+    assert (v1.auth, v1.user, v1.key, v1.auth_url) == (
+        'v1', 'test:tester', 'tes@ting', 'http://127.0.0.1:8080/auth/v1.0')
+    tls = connection.Endpoint('delay.swift://a:b@swift.example:443?tls=1',
+                              'v1')
+    assert tls.auth_url == 'https://swift.example:443/auth/v1.0'
+    keystone = connection.Endpoint('delay.swift://zaqar:pw@/service',
+                                   'keystone')
+    assert (keystone.auth, keystone.user, keystone.key, keystone.project) \
+        == ('keystone', 'zaqar', 'pw', 'service')
+    with pytest.raises(ValueError):
+        connection.Endpoint('redis://x', 'v1')
+    with pytest.raises(ValueError):
+        connection.Endpoint('delay.swift://a:b@h/?auth=v9', 'v1')
+
+
+def test_objects_of_a_posted_delayed_and_claimed_message(
+        swift_driver, swift_queue, project, swift_clock):
+    queue = swift_queue({'_default_message_delay': 30})
+    ready, later = (post(swift_driver, queue, project, 'r', delay=0)[0],
+                    post(swift_driver, queue, project, 'l')[0])
+    qs = swift_driver.queue_state(queue, project)
+
+    def objects():
+        return [e['name'] for e in swift_driver.store.listing_all(qs.c, '')]
+
+    listed = objects()
+    assert sum(n.startswith('p/') for n in listed) == 2
+    assert {'m/' + ready, 'm/' + later} <= set(listed)
+    assert [n for n in listed if n.startswith('a/')][0].endswith(
+        '/%s/1' % ready)
+    assert [n for n in listed if n.startswith('d/')][0].endswith(
+        '/%s/1' % later)
+    claim_id, messages = claim(swift_driver, queue, project)
+    listed = objects()
+    assert [m['id'] for m in messages] == [ready]
+    assert 'l/%s/1' % ready in listed and 'c/' + claim_id in listed
+    assert [n for n in listed if n.startswith('x/')][0].endswith(claim_id)
+    assert not [n for n in listed if n.startswith('a/')]
+    meta = swift_driver.store.container_meta(qs.c)
+    assert meta == {'project': project, 'queue': queue}
+
+
+def test_positions_are_increasing_and_zero_padded(swift_driver, swift_queue,
+                                                  project):
+    queue = swift_queue()
+    for n in range(3):
+        post(swift_driver, queue, project, n, n + 10)
+    qs = swift_driver.queue_state(queue, project)
+    positions = [e['name'] for e in swift_driver.store.listing(qs.c, 'p/')]
+    assert len(positions) == 6
+    assert all(len(p) == 2 + names.POS_DIGITS for p in positions)
+    values = [int(p[2:]) for p in positions]
+    assert values == sorted(set(values))

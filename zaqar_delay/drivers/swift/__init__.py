@@ -1,0 +1,1 @@
+"""The Swift data driver of zaqar-delay (``delay.swift``)."""

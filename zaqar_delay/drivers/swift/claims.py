@@ -1,0 +1,233 @@
+"""Claims on Swift (layout: names.py).
+
+A claim lists the queue's ``a/`` index (due, unclaimed messages in position
+order; delayed ones are in ``d/``, keyed by due time, and are never read by
+a claim unless due) and takes each message by creating ``l/<id>/<attempt>``
+with ``If-None-Match: *``. Swift answers 412 to every creator but the first,
+so two claimers can never both win one attempt of a message. The claim
+record is written *before* the locks, so a claimer that dies after winning
+locks leaves a record whose expiry redelivers them.
+"""
+
+import json
+import uuid
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import controller
+from zaqar_delay import rules
+from zaqar_delay.drivers.swift import names
+
+# Extra entries listed per round: some may be stale or lost to a rival.
+OVERFETCH = 2
+# A claim whose locks are not all won this long before its expiry gives its
+# messages back (a quarter of the claim ttl when that is shorter): another
+# node settling the expiry must see every lock it holds.
+SAFETY_MS = 2000
+
+
+class ClaimController(controller.ClaimController):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._store = driver.store
+
+    def _claim(self, queue, project, ttl, grace, limit, policy):
+        return self.take(queue, project, limit, policy, 'claim', ttl, grace)
+
+    def take(self, queue, project, limit, policy, mode, ttl=0, grace=0):
+        """Claim (or pop) up to ``limit`` due messages in position order;
+        dead-letter those whose attempts ran out."""
+        now = self.driver.now_ms()
+        qs = self.driver.queue_state(queue, project)
+        qs.settle(now)
+        claim_id = str(uuid.uuid4())
+        record = {'t': ttl, 'g': grace, 'e': now + ttl * 1000,
+                  'rd': policy.redelivery_delay, 'm': []}
+        keep_until = record['e'] + grace * 1000
+        won, dead = [], []
+        marker, exhausted = None, False
+        while len(won) < limit and not exhausted:
+            wanted = (limit - len(won)) * OVERFETCH
+            page = self._store.listing(qs.c, 'a/', marker=marker,
+                                       limit=wanted)
+            exhausted = len(page) < wanted
+            if not page:
+                break
+            marker = page[-1]['name']
+            entries = [names.parse_entry(e['name']) for e in page]
+            while entries and len(won) < limit:
+                chunk, entries = (entries[:limit - len(won)],
+                                  entries[limit - len(won):])
+                kinds = [self._kind(policy, attempt, mode, claim_id)
+                         for _, _, attempt in chunk]
+                if mode == 'claim':
+                    self._record(qs, claim_id, record, [
+                        [mid, pos, attempt]
+                        for (pos, mid, attempt), k in zip(chunk, kinds)
+                        if k == claim_id])
+                results = self._store.parallel(
+                    lambda item: self._attempt(qs, now, *item),
+                    list(zip(chunk, kinds)))
+                for (entry, kind), message in zip(zip(chunk, kinds),
+                                                  results):
+                    if message is None:
+                        continue
+                    (dead if kind == names.DEAD else won).append(
+                        (entry, message))
+        if mode == 'claim' and record['m'] and (
+                not won or self._overran(record)):
+            # Nothing won, or the claim took so long that another node may
+            # already have settled its expiry without seeing our locks:
+            # hand the messages back ourselves (idempotent with that node).
+            if won:
+                qs.redeliver(claim_id, record, record['e'],
+                             self.driver.now_ms())
+                won = []
+            self._store.delete_many(qs.c, [
+                names.claim_obj(claim_id),
+                names.expiry_obj(record['e'], claim_id)])
+        self._store.delete_many(qs.c, [
+            names.avail_obj(*entry) for entry, _ in won + dead])
+        if dead:
+            self.dead_letter(qs, policy, project, [m for _, m in dead])
+        return claim_id, self._finish(qs, now, mode, claim_id, won,
+                                      keep_until)
+
+    def _overran(self, record):
+        """True once a claim's locks may postdate its own expiry, as seen
+        by another node whose clock is up to SAFETY_MS ahead."""
+        safety = min(SAFETY_MS, record['t'] * 250)
+        return self.driver.now_ms() >= record['e'] - safety
+
+    @staticmethod
+    def _kind(policy, attempt, mode, claim_id):
+        if policy.max_claim_count and attempt - 1 >= policy.max_claim_count:
+            return names.DEAD
+        return claim_id if mode == 'claim' else names.POP
+
+    def _record(self, qs, claim_id, record, members):
+        """Write the claim record (and, the first time, its expiry hint)
+        naming every message about to be locked."""
+        if not members:
+            return
+        first = not record['m']
+        record['m'] += members
+        writes = [lambda: qs.write_claim(claim_id, record)]
+        if first:
+            writes.append(lambda: self._store.put(
+                qs.c, names.expiry_obj(record['e'], claim_id)))
+        self._store.parallel(lambda write: write(), writes)
+
+    def _attempt(self, qs, now, entry, kind):
+        """Win attempt ``entry`` of a message; the message, or None."""
+        pos, message_id, attempt = entry
+        lock = names.lock_obj(message_id, attempt)
+        if not self._store.create(qs.c, lock,
+                                  content_type=names.content_type(c=kind)):
+            # A rival won this attempt; drop the stale entry.
+            self._store.delete(qs.c, names.avail_obj(*entry))
+            return None
+        message = qs.message(message_id, now)
+        if message is None or message.pos != pos:
+            self._store.delete_many(qs.c, [lock, names.avail_obj(*entry)])
+            return None
+        return message
+
+    def _finish(self, qs, now, mode, claim_id, won, keep_until):
+        if mode == 'pop':
+            out = [m.render(now, claim_count=entry[2] - 1)
+                   for entry, m in won]
+            qs.remove([(m.id, m.pos, entry[2]) for entry, m in won])
+            return out
+        self._store.parallel(lambda m: qs.extend(m, keep_until),
+                             [m for _, m in won])
+        return [m.render(now, claim_id, entry[2]) for entry, m in won]
+
+    def dead_letter(self, qs, policy, project, messages):
+        """Copy messages into the dead-letter queue (keeping their ids, so a
+        repeated copy is skipped), then delete them here."""
+        dlq = policy.dead_letter_queue
+        if dlq is not None:
+            messages_ctrl = self.driver.message_controller
+            try:
+                dlq_policy = messages_ctrl.policy(dlq, project)
+            except storage_errors.QueueDoesNotExist:
+                self.driver.queue_controller.create(dlq, project=project)
+                dlq_policy = rules.QueuePolicy()
+            by_client = {}
+            for message in messages:
+                body_json = json.dumps(message.body, ensure_ascii=False,
+                                       separators=(',', ':'))
+                by_client.setdefault(message.client, []).append(
+                    rules.NewMessage(
+                        id=message.id,
+                        ttl=policy.dead_letter_ttl or message.ttl, delay=0,
+                        body=message.body, body_json=body_json,
+                        group=rules.group_or_none(message.body,
+                                                  dlq_policy)))
+            for client_uuid, moved in by_client.items():
+                messages_ctrl._insert(dlq, project, moved, client_uuid)
+        qs.remove([(m.id, m.pos, None) for m in messages])
+
+    # -- one claim ---------------------------------------------------------
+
+    def _live(self, qs, claim_id, now):
+        record = qs.claim_record(claim_id)
+        if record is None or record['e'] <= now:
+            return None
+        return record
+
+    def _get_claim(self, queue, project, claim_id):
+        now = self.driver.now_ms()
+        qs = self.driver.queue_state(queue, project)
+        record = self._live(qs, claim_id, now)
+        if record is None:
+            return None
+
+        def member(item):
+            message_id, _, attempt = item
+            if qs.latest_lock(message_id) != (attempt, claim_id):
+                return None
+            message = qs.message(message_id, now)
+            return message and message.render(now, claim_id, attempt)
+
+        messages = [m for m in self._store.parallel(member, record['m'])
+                    if m]
+        created = record['e'] - record['t'] * 1000
+        meta = {'id': claim_id, 'ttl': record['t'],
+                'age': max(0, (now - created) // 1000)}
+        return meta, messages
+
+    def _renew(self, queue, project, claim_id, ttl, grace):
+        now = self.driver.now_ms()
+        qs = self.driver.queue_state(queue, project)
+        record = self._live(qs, claim_id, now)
+        if record is None:
+            return False
+        old_expiry = record['e']
+        record.update(t=ttl, g=grace, e=now + ttl * 1000)
+        keep_until = record['e'] + grace * 1000
+        self._store.put(qs.c, names.expiry_obj(record['e'], claim_id))
+        qs.write_claim(claim_id, record)
+        if old_expiry != record['e']:
+            self._store.delete(qs.c, names.expiry_obj(old_expiry, claim_id))
+
+        def extend(item):
+            message = qs.message(item[0], now)
+            if message is not None:
+                qs.extend(message, keep_until)
+
+        self._store.parallel(extend, record['m'])
+        return True
+
+    def _release(self, queue, project, claim_id):
+        now = self.driver.now_ms()
+        qs = self.driver.queue_state(queue, project)
+        record = self._live(qs, claim_id, now)
+        if record is None:
+            return
+        qs.redeliver(claim_id, record, now, now)
+        self._store.delete_many(qs.c, [
+            names.claim_obj(claim_id),
+            names.expiry_obj(record['e'], claim_id)])

@@ -1,0 +1,315 @@
+"""Swift connections, authentication, and the one place Swift faults are
+handled.
+
+Expected answers (404 Not Found, 412 Precondition Failed, 409 Conflict) come
+back as values; anything else (5xx after retries, lost connections, 401
+after re-authentication) becomes Zaqar's storage ConnectionError, which the
+transport answers with 503.
+"""
+
+import concurrent.futures
+import json
+import threading
+import time
+import uuid
+from urllib import parse
+
+import swiftclient
+from keystoneauth1 import session as keystone_session
+from keystoneauth1.identity import generic
+from oslo_log import log as logging
+from zaqar.storage import errors as storage_errors
+
+LOG = logging.getLogger(__name__)
+
+SCHEMES = ('delay.swift', 'swift')
+AUTH_SYSTEMS = ('v1', 'keystone')
+LISTING_LIMIT = 10000   # Swift's default container_listing_limit
+BULK_LIMIT = 1000       # well under Swift's max_deletes_per_request
+OWNER = 'X-Object-Meta-Zd-Owner'
+
+
+class Endpoint:
+    """What a ``delay.swift://`` URI says, parsed once."""
+
+    def __init__(self, uri, default_auth):
+        parsed = parse.urlparse(uri)
+        if parsed.scheme not in SCHEMES:
+            raise ValueError('Swift URI must start with delay.swift:// or '
+                             'swift://; got {!r}'.format(parsed.scheme))
+        query = {k: v[-1] for k, v in parse.parse_qs(parsed.query).items()}
+        self.auth = query.get('auth', default_auth)
+        if self.auth not in AUTH_SYSTEMS:
+            raise ValueError('auth must be one of {}; got {!r}'.format(
+                ', '.join(AUTH_SYSTEMS), self.auth))
+        self.user = parse.unquote(parsed.username or '')
+        self.key = parse.unquote(parsed.password or '')
+        if self.auth == 'v1':
+            if not parsed.hostname:
+                raise ValueError('v1 auth needs a host in the Swift URI')
+            scheme = 'https' if query.get('tls') in ('1', 'true') else 'http'
+            self.auth_url = '{}://{}{}'.format(
+                scheme, parsed.netloc.rpartition('@')[2],
+                parsed.path or '/auth/v1.0')
+            self.project = None
+        else:
+            self.auth_url = None
+            self.project = parse.unquote(parsed.path.lstrip('/'))
+
+
+class Store:
+    """Thread-safe access to one Swift account.
+
+    Each thread keeps its own swiftclient connection (HTTP keep-alive); the
+    token is shared. ``parallel`` fans per-object requests out over a small
+    pool, so an operation on N messages costs about one round trip, not N.
+    """
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.endpoint = Endpoint(conf.uri, conf.auth_system)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._session = None
+        self._storage_url = None
+        self._token = None
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            conf.max_parallel_requests, thread_name_prefix='zd-swift')
+        self._bulk = None
+
+    # -- connections -------------------------------------------------------
+
+    def _connect(self):
+        common = dict(retries=self.conf.retries, timeout=self.conf.timeout,
+                      insecure=self.conf.insecure, starting_backoff=0.2,
+                      max_backoff=2)
+        if self.endpoint.auth == 'v1':
+            return swiftclient.Connection(
+                authurl=self.endpoint.auth_url, user=self.endpoint.user,
+                key=self.endpoint.key, auth_version='1',
+                preauthurl=self._storage_url, preauthtoken=self._token,
+                **common)
+        with self._lock:
+            if self._session is None:
+                self._session = self._keystone_session()
+        url = self._session.get_endpoint(
+            service_type='object-store', interface=self.conf.interface,
+            region_name=self.conf.region_name)
+        return swiftclient.Connection(
+            session=self._session, os_options={'object_storage_url': url},
+            **common)
+
+    def _keystone_session(self):
+        auth = generic.Password(
+            username=self.endpoint.user, password=self.endpoint.key,
+            project_name=self.endpoint.project,
+            user_domain_id=self.conf.user_domain_id,
+            user_domain_name=self.conf.user_domain_name,
+            project_domain_id=self.conf.project_domain_id,
+            project_domain_name=self.conf.project_domain_name,
+            auth_url=self.conf.auth_url)
+        return keystone_session.Session(auth=auth,
+                                        verify=not self.conf.insecure)
+
+    @property
+    def client(self):
+        conn = getattr(self._local, 'conn', None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def call(self, method, *args, expect=(), **kwargs):
+        """Run one swiftclient call; return the status of an expected
+        failure (an int), or the call's result."""
+        try:
+            result = getattr(self.client, method)(*args, **kwargs)
+        except swiftclient.ClientException as exc:
+            if exc.http_status in expect:
+                return exc.http_status
+            LOG.error('Swift %s failed: %s', method, exc)
+            raise storage_errors.ConnectionError(str(exc))
+        except Exception as exc:
+            LOG.error('Swift unreachable (%s): %s', method, exc)
+            self._local.conn = None
+            raise storage_errors.ConnectionError(str(exc))
+        if self.endpoint.auth == 'v1' and self._token is None:
+            self._storage_url, self._token = (self.client.url,
+                                              self.client.token)
+        return result
+
+    # -- objects -----------------------------------------------------------
+
+    def put(self, container, name, body=b'', content_type=None,
+            headers=None, exclusive=False, container_meta=None):
+        """PUT an object; with ``exclusive`` only if it does not exist.
+        Returns False on 412 (it existed), True when written. Creates the
+        container on 404."""
+        headers = dict(headers or {})
+        if exclusive:
+            headers['If-None-Match'] = '*'
+        for _ in range(3):
+            status = self.call('put_object', container, name, body,
+                               content_type=content_type, headers=headers,
+                               expect=(404, 412))
+            if status == 412:
+                return False
+            if status != 404:
+                return True
+            self.put_container(container, container_meta)
+        raise storage_errors.ConnectionError(
+            'container {} keeps disappearing'.format(container))
+
+    def create(self, container, name, body=b'', content_type=None,
+               headers=None, container_meta=None):
+        """Create an object that must have one creator; True if we are it.
+
+        Swift checks ``If-None-Match: *`` when a PUT reaches the object
+        server but takes no lock, so PUTs that overlap in flight can all
+        succeed, and the one with the newest timestamp is what remains. So
+        every creator tags its PUT with a random owner token, waits
+        ``create_settle_time`` for overlapping PUTs to land, and reads the
+        object back: only the creator whose token stayed wins. The same
+        read-back tells a retried PUT (412 to our own first attempt whose
+        reply was lost) that it won after all.
+        """
+        token = uuid.uuid4().hex
+        headers = dict(headers or {}, **{OWNER: token})
+        if self.put(container, name, body, content_type, headers,
+                    exclusive=True, container_meta=container_meta):
+            time.sleep(self.conf.create_settle_time)
+        found = self.head(container, name)
+        return found is not None and found.get(OWNER.lower()) == token
+
+    def get(self, container, name):
+        """(headers, bytes) or None."""
+        found = self.call('get_object', container, name, expect=(404,))
+        return None if found == 404 else found
+
+    def get_json(self, container, name):
+        found = self.get(container, name)
+        return None if found is None else (found[0], json.loads(found[1]))
+
+    def head(self, container, name):
+        found = self.call('head_object', container, name, expect=(404,))
+        return None if found == 404 else found
+
+    def post(self, container, name, headers):
+        """Replace an object's metadata; False if it does not exist (a POST
+        never creates, so it cannot resurrect a deleted message)."""
+        return self.call('post_object', container, name, headers,
+                         expect=(404,)) != 404
+
+    def delete(self, container, name):
+        self.call('delete_object', container, name, expect=(404, 409))
+
+    def delete_many(self, container, names):
+        """Delete objects in one bulk-delete request per 1000 names, or one
+        DELETE each where the bulk middleware is not installed."""
+        names = list(dict.fromkeys(names))
+        if not names:
+            return
+        if not self._has_bulk_delete():
+            self.parallel(lambda n: self.delete(container, n), names)
+            return
+        for start in range(0, len(names), BULK_LIMIT):
+            body = '\n'.join(
+                '/{}/{}'.format(parse.quote(container, safe=''),
+                                parse.quote(n))
+                for n in names[start:start + BULK_LIMIT])
+            reply = {}
+            self.call('post_account',
+                      {'Content-Type': 'text/plain',
+                       'Accept': 'application/json'},
+                      query_string='bulk-delete', data=body.encode(),
+                      response_dict=reply)
+            self._check_bulk(reply)
+
+    def _check_bulk(self, reply):
+        raw = reply.get('response', None)
+        try:
+            result = json.loads(raw.content) if raw is not None else {}
+        except ValueError:
+            result = {}
+        errors = [e for e in result.get('Errors', [])
+                  if not str(e[1]).startswith(('404', '409'))]
+        if errors:
+            raise storage_errors.ConnectionError(
+                'bulk delete failed: {}'.format(errors[:3]))
+
+    def _has_bulk_delete(self):
+        if self._bulk is None:
+            try:
+                info = self.client.get_capabilities()
+                self._bulk = 'bulk_delete' in info
+            except Exception:
+                self._bulk = False
+        return self._bulk
+
+    # -- containers --------------------------------------------------------
+
+    def put_container(self, container, meta=None):
+        headers = {'X-Container-Meta-' + k: parse.quote(v, safe='')
+                   for k, v in (meta or {}).items()}
+        self.call('put_container', container, headers=headers)
+
+    def container_meta(self, container):
+        found = self.call('head_container', container, expect=(404,))
+        if found == 404:
+            return None
+        prefix = 'x-container-meta-'
+        return {k[len(prefix):]: parse.unquote(v) for k, v in found.items()
+                if k.startswith(prefix)}
+
+    def delete_container(self, container):
+        """Delete an empty container; False if listings still show objects
+        (409) so the caller may try again."""
+        return self.call('delete_container', container,
+                         expect=(404, 409)) != 409
+
+    def listing(self, container, prefix, marker=None, end_marker=None,
+                limit=None, reverse=False):
+        """One page of a container listing (dicts with name, content_type,
+        last_modified); [] if the container does not exist."""
+        found = self.call('get_container', container, prefix=prefix,
+                          marker=marker, end_marker=end_marker,
+                          limit=limit or LISTING_LIMIT,
+                          query_string='reverse=on' if reverse else None,
+                          expect=(404,))
+        return [] if found == 404 else found[1]
+
+    def listing_all(self, container, prefix, marker=None, end_marker=None,
+                    cap=None):
+        """Every entry under ``prefix`` (page by page), at most ``cap``."""
+        out = []
+        while cap is None or len(out) < cap:
+            page = self.listing(container, prefix, marker, end_marker)
+            out.extend(page)
+            if len(page) < LISTING_LIMIT:
+                break
+            marker = page[-1]['name']
+        return out if cap is None else out[:cap]
+
+    def containers(self, prefix):
+        found = self.call('get_account', prefix=prefix, full_listing=True)
+        return [c['name'] for c in found[1]]
+
+    # -- fan-out -----------------------------------------------------------
+
+    def parallel(self, fn, items):
+        """``[fn(item) for item in items]``, up to max_parallel_requests at
+        once. Nested calls (from a pool thread) run in line."""
+        items = list(items)
+        if len(items) < 2 or threading.current_thread().name.startswith(
+                'zd-swift'):
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
+
+    def alive(self):
+        try:
+            self.client.head_account()
+            return True
+        except Exception:
+            return False
+
+    def close(self):
+        self._pool.shutdown(wait=False)

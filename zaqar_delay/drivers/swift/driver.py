@@ -1,0 +1,174 @@
+"""The Swift data driver (``message_store = delay.swift``).
+
+Swift has no clock an API node can read, so "now" is the API node's own
+clock (``time.time()``), taken once per operation; see docs/swift.md for
+what that and Swift's other limits mean for each guarantee.
+"""
+
+import time
+
+from oslo_log import log as logging
+from zaqar.common import decorators
+from zaqar.storage import base as storage
+
+from zaqar_delay import conf as zd_conf
+from zaqar_delay.conf import limits
+from zaqar_delay.conf import swift as swift_conf
+from zaqar_delay.drivers.swift import claims
+from zaqar_delay.drivers.swift import connection
+from zaqar_delay.drivers.swift import messages
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import state
+from zaqar_delay.drivers.swift import subscriptions
+
+LOG = logging.getLogger(__name__)
+
+# gc(): how long a message may keep a pop or dead-letter lock before gc
+# takes it for abandoned (the node died midway) and finishes the job.
+GC_ABANDONED_S = 60
+
+
+class DataDriver(storage.DataDriverBase):
+
+    BASE_CAPABILITIES = (storage.Capabilities.FIFO,
+                         storage.Capabilities.CLAIMS,
+                         storage.Capabilities.AOD,
+                         storage.Capabilities.DURABILITY)
+
+    _DRIVER_OPTIONS = [(swift_conf.GROUP_NAME, swift_conf.ALL_OPTS),
+                       (limits.GROUP_NAME, limits.ALL_OPTS)]
+
+    def __init__(self, conf, cache, control_driver):
+        super().__init__(conf, cache, control_driver)
+        zd_conf.register(conf, swift_conf, limits)
+        self.swift_conf = conf[swift_conf.GROUP_NAME]
+        self._clock = None
+
+    @property
+    def capabilities(self):
+        return self.BASE_CAPABILITIES
+
+    @decorators.lazy_property(write=False)
+    def store(self):
+        return connection.Store(self.swift_conf)
+
+    def now_ms(self):
+        """Epoch ms from the API node's clock (Swift has none to read)."""
+        if self._clock is not None:
+            return int(self._clock())
+        return int(time.time() * 1000)
+
+    def use_clock(self, clock):
+        """Tests only: take "now" (epoch ms) from ``clock()``; ``None``
+        restores the API node's clock."""
+        self._clock = clock
+
+    def queue_state(self, queue, project):
+        return state.QueueState(
+            self.store, names.container(names.MESSAGES, queue, project),
+            self.swift_conf.expiry_margin,
+            {'project': project or '', 'queue': queue})
+
+    def is_alive(self):
+        return self.store.alive()
+
+    def _health(self):
+        return {'storage_reachable': self.is_alive(),
+                'operation_status': self._get_operation_status()}
+
+    def close(self):
+        if 'store' in self.__dict__:
+            self.store.close()
+
+    def gc(self):
+        """Settle every queue: redeliver expired claims, promote due
+        messages, delete expired ones. Safe on several hosts at once: each
+        step is idempotent or a conditional create."""
+        dropped = 0
+        for container in self.store.containers(
+                names.container_prefix(names.MESSAGES)):
+            dropped += self._gc_queue(container)
+        LOG.debug('gc dropped %d expired messages', dropped)
+        return dropped
+
+    def _gc_queue(self, container):
+        now = self.now_ms()
+        qs = state.QueueState(self.store, container,
+                              self.swift_conf.expiry_margin)
+        qs.settle(now)
+        expired = []
+        for entry in self.store.listing_all(container, 'p/'):
+            fields = names.position_fields(entry)
+            if fields is not None and fields['e'] <= now:
+                expired.append((fields['id'], fields['pos'], None))
+        if expired:
+            qs.remove(expired)
+        self._finish_abandoned(qs, container, now)
+        return len(expired)
+
+    def _finish_abandoned(self, qs, container, now):
+        """Finish pops and dead-letter moves whose node died midway."""
+        latest = {}
+        for entry in self.store.listing_all(container, 'l/'):
+            message_id, attempt = names.parse_lock(entry['name'])
+            if attempt > latest.get(message_id, (0,))[0]:
+                latest[message_id] = (attempt, entry)
+        self._heal_orphans(qs, latest, now)
+        stale = [(mid, entry) for mid, (_, entry) in latest.items()
+                 if names.ct_params(entry.get('content_type')).get('c') in (
+                     names.POP, names.DEAD)
+                 and _age_s(entry, now) > GC_ABANDONED_S]
+        if not stale:
+            return
+        meta = self.store.container_meta(container) or {}
+        if 'queue' not in meta:
+            return
+        project, queue = meta.get('project') or None, meta['queue']
+        for message_id, entry in stale:
+            message = qs.message(message_id, now)
+            if message is None:
+                continue
+            kind = names.ct_params(entry.get('content_type')).get('c')
+            if kind == names.DEAD:
+                policy = self.message_controller.policy(queue, project)
+                self.claim_controller.dead_letter(qs, policy, project,
+                                                  [message])
+            else:
+                qs.remove([(message.id, message.pos, None)])
+
+    def _heal_orphans(self, qs, latest, now):
+        """Backstop for clock skew beyond the claim safety margin: a
+        message whose latest lock names a claim that no longer exists, long
+        after any redelivery delay, is made claimable again."""
+        cache = {}
+        bound = GC_ABANDONED_S + self.message_controller._limits[
+            'max_message_delay']
+        for message_id, (attempt, entry) in latest.items():
+            holder = names.ct_params(entry.get('content_type')).get('c')
+            if (holder in (None, names.POP, names.DEAD)
+                    or _age_s(entry, now) <= bound
+                    or qs.claim_record(holder, cache) is not None):
+                continue
+            message = qs.message(message_id, now)
+            if message is not None:
+                qs.make_available(message.pos, message_id, attempt + 1, now,
+                                  now)
+
+    @decorators.lazy_property(write=False)
+    def message_controller(self):
+        return messages.MessageController(self)
+
+    @decorators.lazy_property(write=False)
+    def claim_controller(self):
+        return claims.ClaimController(self)
+
+    @decorators.lazy_property(write=False)
+    def subscription_controller(self):
+        return subscriptions.SubscriptionController(self)
+
+
+def _age_s(entry, now_ms):
+    import datetime
+    modified = datetime.datetime.fromisoformat(
+        entry['last_modified']).replace(tzinfo=datetime.timezone.utc)
+    return now_ms / 1000 - modified.timestamp()

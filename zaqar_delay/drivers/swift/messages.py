@@ -1,0 +1,306 @@
+"""Messages on Swift (layout and fields: names.py).
+
+Posting allocates positions with conditional PUTs (``If-None-Match: *`` on
+``p/<position>``), so two API nodes never share a position, and stores each
+message under its id with another conditional PUT, so a retried post or a
+repeated dead-letter copy never duplicates a message.
+"""
+
+import json
+import random
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import controller
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import state as swift_state
+
+# A position is created ms * POS_PER_MS + n: positions follow the clock
+# between nodes and never go back behind the last one listed.
+POS_PER_MS = 1000
+POSITION_ATTEMPTS = 5
+
+
+class MessageController(controller.MessageController):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._store = driver.store
+
+    def _state(self, queue, project):
+        return self.driver.queue_state(queue, project)
+
+    # -- post --------------------------------------------------------------
+
+    def _insert(self, queue, project, messages, client_uuid):
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        stored = [swift_state.Message(m.id, {}, {
+            'b': m.body, 't': m.ttl, 'cr': now, 'e': now + m.ttl * 1000,
+            'd': now + m.delay * 1000, 'u': client_uuid, 'p': None,
+            'g': m.group}) for m in messages]
+        self._allocate(qs, stored, now)
+
+        def store_one(message):
+            record = {'b': message.body, 't': message.ttl,
+                      'cr': message.created, 'e': message.expires,
+                      'd': message.due, 'u': message.client,
+                      'p': message.pos, 'g': message.group}
+            headers = dict(qs.delete_at(message.expires),
+                           **{swift_state.META_E: message.expires})
+            created = self._store.put(
+                qs.c, names.message_obj(message.id),
+                json.dumps(record, ensure_ascii=False).encode(),
+                content_type='application/json', headers=headers,
+                exclusive=True)
+            if not created and not self._is_mine(qs, message):
+                # The id exists already (a retried post or a repeated
+                # dead-letter copy): give the position back.
+                self._store.delete(qs.c, names.position_obj(message.pos))
+                return
+            qs.make_available(message.pos, message.id, 1, message.due, now)
+
+        self._store.parallel(store_one, stored)
+
+    def _allocate(self, qs, stored, now):
+        """Give each message a free position, in posting order, each one
+        taken with If-None-Match so no other node can take it too."""
+        for _ in range(POSITION_ATTEMPTS):
+            last = self._store.listing(qs.c, 'p/', limit=1, reverse=True)
+            base = max(now * POS_PER_MS + random.randrange(POS_PER_MS // 2),
+                       int(last[0]['name'][2:]) + 1 if last else 0)
+            for offset, message in enumerate(stored):
+                message.pos = base + offset
+            won = self._store.parallel(lambda m: self._take_position(qs, m),
+                                       stored)
+            if all(won):
+                return
+            # Someone posted into our range: give ours back, list again.
+            self._store.delete_many(qs.c, [
+                names.position_obj(m.pos) for m, ok in zip(stored, won)
+                if ok])
+        raise storage_errors.ConnectionError(
+            'could not allocate message positions in {}'.format(qs.c))
+
+    def _take_position(self, qs, message):
+        return self._store.create(
+            qs.c, names.position_obj(message.pos), b'',
+            content_type=swift_state.position_type(message),
+            headers=qs.delete_at(message.expires), container_meta=qs.meta)
+
+    def _is_mine(self, qs, message):
+        found = self._store.get_json(qs.c, names.message_obj(message.id))
+        return found is not None and found[1]['p'] == message.pos
+
+    # -- reads -------------------------------------------------------------
+
+    def _list(self, queue, project, marker, limit, echo, client_uuid,
+              include_claimed, include_delayed):
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        if include_claimed or include_delayed:
+            found = self._list_all(qs, now, marker, limit, include_claimed,
+                                   include_delayed, echo, client_uuid)
+        else:
+            qs.settle(now)
+            found = self._list_available(qs, now, marker, limit, echo,
+                                         client_uuid)
+        last = int(found[-1]['marker']) if found else None
+        return found, last
+
+    def _pages(self, qs, prefix, marker, limit, reverse=False):
+        """Listing pages after a position, growing like Redis' list."""
+        after = None if marker is None else prefix + names.pos(marker) + '0'
+        chunk = limit
+        while True:
+            page = self._store.listing(qs.c, prefix, marker=after,
+                                       limit=chunk, reverse=reverse)
+            if not page:
+                return
+            yield page
+            if len(page) < chunk:
+                return
+            after = page[-1]['name']
+            chunk = min(chunk * 2, 1000)
+
+    def _list_available(self, qs, now, marker, limit, echo, client_uuid):
+        out = []
+        for page in self._pages(qs, 'a/', marker, limit):
+            entries = {}
+            for entry in page:
+                pos, message_id, attempt = names.parse_entry(entry['name'])
+                entries.setdefault(pos, (message_id, attempt))
+            found = self._store.parallel(
+                lambda item: qs.message(item[1][0], now),
+                list(entries.items()))
+            for (pos, (message_id, attempt)), message in zip(
+                    entries.items(), found):
+                if (message is None or message.pos != pos
+                        or not (echo or message.client != client_uuid)):
+                    continue
+                out.append(message.render(now, claim_count=attempt - 1))
+                if len(out) == limit:
+                    return out
+        return out
+
+    def _list_all(self, qs, now, marker, limit, include_claimed,
+                  include_delayed, echo, client_uuid):
+        out, cache = [], {}
+        for page in self._pages(qs, 'p/', marker, limit):
+            wanted = []
+            for entry in page:
+                fields = names.position_fields(entry)
+                if fields is None or fields['e'] <= now:
+                    continue
+                if not include_delayed and fields['d'] > now:
+                    continue
+                wanted.append(fields['id'])
+
+            def read(message_id):
+                message = qs.message(message_id, now)
+                if message is None:
+                    return None
+                return message, qs.claim_of(message_id, now, cache)
+
+            for found in self._store.parallel(read, wanted):
+                if found is None:
+                    continue
+                message, (count, claim_id) = found
+                if claim_id and not include_claimed:
+                    continue
+                if not (echo or message.client != client_uuid):
+                    continue
+                out.append(message.render(now, claim_id, count))
+                if len(out) == limit:
+                    return out
+        return out
+
+    def _first(self, queue, project, sort):
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        for page in self._pages(qs, 'p/', None, 10, reverse=sort == -1):
+            for entry in page:
+                fields = names.position_fields(entry)
+                if fields is None or fields['e'] <= now or fields['d'] > now:
+                    continue
+                message = qs.message(fields['id'], now)
+                if message is not None:
+                    count, claim_id = qs.claim_of(message.id, now)
+                    return message.render(now, claim_id, count,
+                                          include_created=True)
+        return None
+
+    def _get_many(self, queue, project, message_ids):
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        cache = {}
+
+        def read(message_id):
+            message = qs.message(message_id, now)
+            if message is None:
+                return None
+            count, claim_id = qs.claim_of(message_id, now, cache)
+            return message.render(now, claim_id, count)
+
+        return [m for m in self._store.parallel(read, message_ids) if m]
+
+    # -- deletes -----------------------------------------------------------
+
+    def _targets(self, qs, message_ids, now):
+        """(message, claim count, live claim id) of each live message."""
+        cache = {}
+
+        def read(message_id):
+            message = qs.message(message_id, now)
+            if message is None:
+                return None
+            return (message,) + qs.claim_of(message_id, now, cache)
+
+        return [t for t in self._store.parallel(read, message_ids) if t]
+
+    def _delete(self, queue, project, message_id, claim_id):
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        targets = self._targets(qs, [message_id], now)
+        if not targets:
+            return
+        message, count, holder = targets[0]
+        if claim_id:
+            if holder is None:
+                raise storage_errors.MessageNotClaimed(message_id)
+            if holder != claim_id:
+                raise storage_errors.MessageNotClaimedBy(message_id,
+                                                         claim_id)
+        elif holder is not None:
+            raise storage_errors.MessageIsClaimed(message_id)
+        qs.remove([(message.id, message.pos, count)])
+
+    def _bulk_delete(self, queue, project, message_ids, claim_ids):
+        if not message_ids:
+            return
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        targets = self._targets(qs, message_ids, now)
+        if claim_ids:
+            allowed = set(claim_ids)
+            if any(holder and holder not in allowed
+                   for _, _, holder in targets):
+                raise storage_errors.ClaimDoesNotMatch(
+                    ','.join(claim_ids), queue, project)
+        qs.remove([(m.id, m.pos, count) for m, count, _ in targets])
+
+    def _pop(self, queue, project, limit, policy):
+        return self.driver.claim_controller.take(
+            queue, project, limit, policy, mode='pop')[1]
+
+    # -- queue-wide --------------------------------------------------------
+
+    def _purge_queue(self, queue, project):
+        qs = self._state(queue, project)
+        for _ in range(5):
+            everything = self._store.listing_all(qs.c, '')
+            self._store.delete_many(qs.c, [e['name'] for e in everything])
+            if self._store.delete_container(qs.c):
+                return
+
+    def _stats(self, queue, project):
+        now = self.driver.now_ms()
+        qs = self._state(queue, project)
+        qs.settle(now)
+        listings = self._store.parallel(
+            lambda args: self._store.listing_all(qs.c, *args),
+            [('p/',), ('d/', 'd/' + names.ms(now) + '0'),
+             ('x/', 'x/' + names.ms(now) + '0'), ('l/',)])
+        positions, delayed_entries, live_hints, locks = listings
+        live = {}
+        for entry in positions:
+            fields = names.position_fields(entry)
+            if fields is not None and fields['e'] > now:
+                live[fields['id']] = (fields['pos'], fields)
+        live_claims = {names.parse_expiry(e['name'])[1] for e in live_hints}
+        latest = {}
+        for entry in locks:
+            message_id, attempt = names.parse_lock(entry['name'])
+            if attempt > latest.get(message_id, (0, None))[0]:
+                latest[message_id] = (attempt, names.ct_params(
+                    entry.get('content_type')).get('c'))
+        claimed = {mid for mid, (_, holder) in latest.items()
+                   if mid in live and holder in live_claims}
+        delayed = {names.parse_entry(e['name'])[2] for e in delayed_entries}
+        delayed = {mid for mid in delayed if mid in live} - claimed
+        stats = {'total': len(live), 'claimed': len(claimed),
+                 'delayed': len(delayed),
+                 'free': len(live) - len(claimed) - len(delayed)}
+        # Oldest and newest cover every live message, delayed ones too:
+        # Zaqar's transport expects them whenever the total is not zero.
+        ordered = sorted(live.values(), key=lambda item: item[0])
+        if ordered:
+            stats['oldest'] = _stat_entry(now, ordered[0][1])
+            stats['newest'] = _stat_entry(now, ordered[-1][1])
+        return stats
+
+
+def _stat_entry(now, fields):
+    created = fields['cr']
+    return {'id': fields['id'], 'age': max(0, (now - created) // 1000),
+            'created': controller._iso(created)}

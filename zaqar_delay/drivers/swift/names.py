@@ -1,0 +1,193 @@
+"""Every Swift container and object name zaqar-delay writes.
+
+One container per queue and kind, in the driver's Swift account::
+
+    zd:m:<project>:<queue>     messages, claims and their indexes
+    zd:s:<project>:<queue>     notification subscriptions
+
+``<project>`` and ``<queue>`` are percent-encoded with no safe characters,
+so neither can contain ``:`` or ``/``: no name can forge another tenant's
+container. A project whose encoded container name would pass Swift's
+256-byte limit is written ``#<sha256 hex>`` instead (``#`` never appears in
+an encoded name, so the two forms cannot collide); the real names are kept
+as container metadata for ``gc``.
+
+Objects of a message container (``P`` = position, 20 digits; ``T`` = epoch
+ms, 15 digits; ``K`` = attempt number, 1 for the first claim; ``I`` = the
+percent-encoded message id):
+
+=========================  ==================================================
+object                     holds
+=========================  ==================================================
+``p/P``                    position P is taken. Created with If-None-Match,
+                           which is how positions are allocated. Its
+                           Content-Type carries ``id cr e d`` (below), so a
+                           listing of ``p/`` answers stats without GETs.
+``m/I``                    the message: body and fields below (JSON);
+                           created with If-None-Match (ids are unique, a
+                           retried post cannot duplicate). Metadata ``e``.
+``a/P/I/K``                attempt K of the message is claimable now.
+``d/T/P/I/K``              attempt K becomes claimable at T (delay, or
+                           redelivery delay after a claim ended).
+``l/I/K``                  attempt K was won: created with If-None-Match,
+                           so one claimer (or pop, or dead-lettering) wins
+                           it. Content-Type carries ``c`` (claim id, or
+                           ``pop``/``dead``). The latest K is the claim
+                           count; its claim id is the message's claim.
+``c/<claim id>``           a claim: ttl, grace, expiry, redelivery delay and
+                           its members (JSON). Written before the locks.
+``x/T/<claim id>``         a claim expiring at T: the index claims read to
+                           redeliver expired claims.
+=========================  ==================================================
+
+Message fields (``m/I`` body, and ``p/P`` Content-Type parameters):
+
+=====  ===================================================================
+field  meaning
+=====  ===================================================================
+``b``  body (JSON value)
+``t``  ttl, seconds
+``cr`` created, epoch ms (the API node's clock: Swift offers none)
+``e``  expires, epoch ms (created + ttl, extended by claims; object
+       metadata, updated by POST, which cannot resurrect a deleted object)
+``d``  due, epoch ms (created + delay)
+``u``  client UUID of the poster (for ``echo``)
+``p``  position
+``g``  group id (JSON-encoded), or null
+=====  ===================================================================
+"""
+
+import hashlib
+from urllib import parse
+
+PREFIX = 'zd'
+MESSAGES = 'm'
+SUBSCRIPTIONS = 's'
+MAX_CONTAINER_BYTES = 256
+CONTENT_TYPE = 'application/x-zaqar-delay'
+POS_DIGITS = 20
+TIME_DIGITS = 15
+# Claims on a "pop" or dead-lettering attempt carry these instead of an id.
+POP = 'pop'
+DEAD = 'dead'
+
+
+def enc(value):
+    """Percent-encode a name part: data, never syntax."""
+    return parse.quote(value or '', safe='')
+
+
+def container(kind, queue, project):
+    project_part = enc(project)
+    name = ':'.join((PREFIX, kind, project_part, enc(queue)))
+    if len(name.encode()) > MAX_CONTAINER_BYTES:
+        project_part = '#' + hashlib.sha256(
+            (project or '').encode()).hexdigest()
+        name = ':'.join((PREFIX, kind, project_part, enc(queue)))
+    return name
+
+
+def container_prefix(kind):
+    return '%s:%s:' % (PREFIX, kind)
+
+
+def pos(position):
+    return '%0*d' % (POS_DIGITS, position)
+
+
+def ms(epoch_ms):
+    return '%0*d' % (TIME_DIGITS, max(0, int(epoch_ms)))
+
+
+def position_obj(position):
+    return 'p/' + pos(position)
+
+
+def message_obj(message_id):
+    return 'm/' + enc(message_id)
+
+
+def avail_obj(position, message_id, attempt):
+    return 'a/%s/%s/%d' % (pos(position), enc(message_id), attempt)
+
+
+def delayed_obj(due_ms, position, message_id, attempt):
+    return 'd/%s/%s/%s/%d' % (ms(due_ms), pos(position), enc(message_id),
+                              attempt)
+
+
+def lock_prefix(message_id):
+    return 'l/%s/' % enc(message_id)
+
+
+def lock_obj(message_id, attempt):
+    return lock_prefix(message_id) + str(attempt)
+
+
+def claim_obj(claim_id):
+    return 'c/' + enc(claim_id)
+
+
+def expiry_obj(expires_ms, claim_id):
+    return 'x/%s/%s' % (ms(expires_ms), enc(claim_id))
+
+
+def subscription_obj(subscription_id):
+    return 's/' + enc(subscription_id)
+
+
+def subscriber_obj(subscriber):
+    return 'u/' + enc(subscriber)
+
+
+# -- parsing listing entries ----------------------------------------------
+
+def parse_entry(name):
+    """(position, message id, attempt) of an ``a/`` or ``d/`` entry, with
+    the due time (ms) for ``d/`` entries: (due, position, id, attempt)."""
+    parts = name.split('/')
+    if parts[0] == 'a':
+        return int(parts[1]), parse.unquote(parts[2]), int(parts[3])
+    return (int(parts[1]), int(parts[2]), parse.unquote(parts[3]),
+            int(parts[4]))
+
+
+def parse_expiry(name):
+    _, expires, claim_id = name.split('/')
+    return int(expires), parse.unquote(claim_id)
+
+
+def parse_lock(name):
+    _, message_id, attempt = name.split('/')
+    return parse.unquote(message_id), int(attempt)
+
+
+def parse_subscription(name):
+    return parse.unquote(name[2:])
+
+
+def content_type(**params):
+    """A Content-Type whose parameters carry small fields (listed by
+    container listings, so indexes need no GET)."""
+    return CONTENT_TYPE + ''.join(
+        ';%s=%s' % (key, enc(str(value))) for key, value in params.items())
+
+
+def position_fields(entry):
+    """The fields a ``p/`` listing entry carries, or None if it is not one
+    of ours (then it is skipped, never trusted)."""
+    fields = ct_params(entry.get('content_type'))
+    try:
+        fields.update(e=int(fields['e']), d=int(fields['d']),
+                      cr=int(fields['cr']), pos=int(entry['name'][2:]))
+    except (KeyError, ValueError):
+        return None
+    return fields if fields.get('id') else None
+
+
+def ct_params(value):
+    out = {}
+    for part in (value or '').split(';')[1:]:
+        key, _, raw = part.strip().partition('=')
+        out[key] = parse.unquote(raw)
+    return out

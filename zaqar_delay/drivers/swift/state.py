@@ -1,0 +1,191 @@
+"""Reading and settling one queue's state on Swift (layout: names.py).
+
+Swift has no transactions, so every step here is either a conditional
+create (If-None-Match: the only way two nodes ever decide anything) or
+idempotent: index entries have deterministic names, so two nodes settling
+the same claim write the same objects and delete the same ones. A reader
+that finds an index entry whose message is gone removes the entry.
+"""
+
+import json
+
+from zaqar_delay import controller
+from zaqar_delay.drivers.swift import names
+
+# Index entries settled per operation, so one call never runs unbounded.
+SETTLE_BATCH = 1000
+META_E = 'X-Object-Meta-E'
+
+
+class Message:
+    """One stored message (``m/<id>``) as read at ``now``."""
+
+    __slots__ = ('id', 'body', 'ttl', 'created', 'expires', 'due', 'client',
+                 'pos', 'group')
+
+    def __init__(self, message_id, headers, record):
+        self.id = message_id
+        self.body = record['b']
+        self.ttl = record['t']
+        self.created = record['cr']
+        self.expires = int(headers.get(META_E.lower(), record['e']))
+        self.due = record['d']
+        self.client = record['u']
+        self.pos = record['p']
+        self.group = record.get('g')
+
+    def render(self, now, claim_id=None, claim_count=0,
+               include_created=False):
+        message = controller.basic_message(
+            self.id, self.body, self.ttl, self.created, now,
+            claim_id=claim_id, claim_count=claim_count,
+            include_created=include_created)
+        message['marker'] = str(self.pos)
+        return message
+
+
+class QueueState:
+    """The Swift objects of one queue: reads, settling, removal."""
+
+    def __init__(self, store, container, expiry_margin, meta=None):
+        self.store = store
+        self.c = container
+        self.margin = expiry_margin
+        # Container metadata (real project and queue names, for gc).
+        self.meta = meta
+
+    # -- messages ----------------------------------------------------------
+
+    def message(self, message_id, now):
+        """The live message, or None (expired ones are removed)."""
+        found = self.store.get_json(self.c, names.message_obj(message_id))
+        if found is None:
+            return None
+        message = Message(message_id, *found)
+        if message.expires <= now:
+            self.remove([(message.id, message.pos, None)])
+            return None
+        return message
+
+    def delete_at(self, expires_ms):
+        return {'X-Delete-At': str(expires_ms // 1000 + 1 + self.margin)}
+
+    def extend(self, message, keep_until):
+        """Keep a claimed message alive until ``keep_until`` (ms). POST
+        never creates, so a message deleted meanwhile stays deleted."""
+        if message.expires >= keep_until:
+            return
+        headers = dict(self.delete_at(keep_until), **{META_E: keep_until})
+        if self.store.post(self.c, names.message_obj(message.id), headers):
+            self.store.post(self.c, names.position_obj(message.pos), dict(
+                self.delete_at(keep_until), **{
+                    'Content-Type': position_type(message, keep_until)}))
+        message.expires = keep_until
+
+    def remove(self, victims):
+        """Delete messages: ``victims`` are (id, position, attempts) with
+        attempts None when the locks must be listed first."""
+        doomed = []
+        for message_id, pos, attempts in victims:
+            if attempts is None:
+                attempts = self.latest_lock(message_id)[0]
+            doomed += [names.position_obj(pos), names.message_obj(message_id)]
+            doomed += [names.lock_obj(message_id, k)
+                       for k in range(1, attempts + 1)]
+            doomed += [names.avail_obj(pos, message_id, k)
+                       for k in range(1, attempts + 2)]
+        self.store.delete_many(self.c, doomed)
+
+    # -- claims ------------------------------------------------------------
+
+    def latest_lock(self, message_id):
+        """(attempts won so far, claim id or pop/dead of the last one)."""
+        best = (0, None)
+        for entry in self.store.listing(self.c,
+                                        names.lock_prefix(message_id)):
+            attempt = names.parse_lock(entry['name'])[1]
+            if attempt > best[0]:
+                best = (attempt, names.ct_params(
+                    entry.get('content_type')).get('c'))
+        return best
+
+    def claim_record(self, claim_id, cache=None):
+        if cache is not None and claim_id in cache:
+            return cache[claim_id]
+        found = self.store.get_json(self.c, names.claim_obj(claim_id))
+        record = None if found is None else found[1]
+        if cache is not None:
+            cache[claim_id] = record
+        return record
+
+    def claim_of(self, message_id, now, cache=None):
+        """(claim count, live claim id or None) of a message."""
+        attempts, holder = self.latest_lock(message_id)
+        if holder in (None, names.POP, names.DEAD):
+            return attempts, None
+        record = self.claim_record(holder, cache)
+        live = record is not None and record['e'] > now
+        return attempts, holder if live else None
+
+    def make_available(self, pos, message_id, attempt, due, now):
+        """File attempt ``attempt`` under ``a/`` (due) or ``d/``."""
+        if due > now:
+            name = names.delayed_obj(due, pos, message_id, attempt)
+        else:
+            name = names.avail_obj(pos, message_id, attempt)
+        self.store.put(self.c, name)
+
+    def redeliver(self, claim_id, record, ended, now):
+        """Make the messages a claim still holds claimable again after the
+        claim's redelivery delay. A member whose latest lock is not this
+        claim's (deleted, or already taken again) is left alone."""
+        due = ended + record['rd'] * 1000
+
+        def one(member):
+            message_id, pos, attempt = member
+            if self.latest_lock(message_id) == (attempt, claim_id):
+                self.make_available(pos, message_id, attempt + 1, due, now)
+
+        self.store.parallel(one, record['m'])
+
+    # -- settling ----------------------------------------------------------
+
+    def settle(self, now):
+        """Redeliver expired claims, then promote due delayed entries."""
+        end = names.ms(now + 1)
+        hints, delayed = self.store.parallel(
+            lambda prefix: self.store.listing(
+                self.c, prefix, end_marker=prefix + end, limit=SETTLE_BATCH),
+            ['x/', 'd/'])
+        if hints:
+            self.store.parallel(lambda e: self._expire(e['name'], now),
+                                hints)
+        if delayed:
+            entries = [names.parse_entry(e['name']) for e in delayed]
+            self.store.parallel(
+                lambda e: self.store.put(self.c, names.avail_obj(*e[1:])),
+                entries)
+            self.store.delete_many(self.c, [e['name'] for e in delayed])
+
+    def _expire(self, hint, now):
+        expires, claim_id = names.parse_expiry(hint)
+        record = self.claim_record(claim_id)
+        if record is not None and record['e'] > now:
+            # Renewed: a newer hint exists; this one is stale.
+            self.store.delete(self.c, hint)
+            return
+        if record is not None:
+            self.redeliver(claim_id, record, record['e'], now)
+        self.store.delete_many(self.c, [names.claim_obj(claim_id), hint])
+
+    def write_claim(self, claim_id, record):
+        self.store.put(self.c, names.claim_obj(claim_id),
+                       json.dumps(record).encode(),
+                       content_type='application/json')
+
+
+def position_type(message, expires=None):
+    """Content-Type of ``p/<pos>``: what stats need, without a GET."""
+    return names.content_type(
+        id=message.id, cr=message.created,
+        e=message.expires if expires is None else expires, d=message.due)

@@ -1,0 +1,173 @@
+"""Notification subscriptions on Swift.
+
+Per queue, container ``zd:s:<project>:<queue>`` (names.py) holds
+``s/<id>`` (JSON: source, subscriber, ttl, expires (s), options, confirmed)
+and ``u/<subscriber>`` (the id; created with If-None-Match, so two creates
+of one subscriber cannot both succeed). Both carry X-Delete-At, so Swift
+forgets an expired subscription by itself. Ids are UUID-shaped but start
+with the creation time, so a listing comes back in creation order.
+"""
+
+import itertools
+import json
+import os
+import time
+import uuid
+
+from zaqar.storage import base as storage
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay.drivers.swift import names
+
+_COUNTER = itertools.count()
+
+
+def _ordered_id():
+    """A UUID whose hex sorts by creation (ms, then a process counter)."""
+    value = (int(time.time() * 1000) << 80) | (
+        (next(_COUNTER) % (1 << 24)) << 56) | int.from_bytes(
+            os.urandom(7), 'big')
+    return str(uuid.UUID(int=value))
+
+
+class SubscriptionController(storage.Subscription):
+
+    def __init__(self, driver):
+        super().__init__(driver)
+        self._store = driver.store
+
+    def _c(self, queue, project):
+        return names.container(names.SUBSCRIPTIONS, queue, project)
+
+    def _load(self, container, subscription_id):
+        found = self._store.get_json(container,
+                                     names.subscription_obj(subscription_id))
+        if found is None:
+            return None
+        data = found[1]
+        now = int(time.time())
+        if data['e'] <= now:
+            return None
+        return {'id': subscription_id, 'source': data['s'],
+                'subscriber': data['u'], 'ttl': data['t'],
+                'age': max(0, now - (data['e'] - data['t'])),
+                'options': data['o'], 'confirmed': data['c']}
+
+    def _write(self, container, subscription, expires=None):
+        if expires is None:
+            expires = int(time.time()) + subscription['ttl']
+        data = {'s': subscription['source'], 'u': subscription['subscriber'],
+                't': subscription['ttl'], 'e': expires,
+                'o': subscription['options'],
+                'c': subscription['confirmed']}
+        self._store.put(container,
+                        names.subscription_obj(subscription['id']),
+                        json.dumps(data).encode(),
+                        content_type='application/json',
+                        headers={'X-Delete-At': str(expires + 1)})
+
+    def _reserve(self, container, subscriber, subscription_id, ttl):
+        """Take a subscriber URI for ``subscription_id``; False if taken by
+        a live subscription."""
+        name = names.subscriber_obj(subscriber)
+        headers = {'X-Delete-At': str(int(time.time()) + ttl + 1)}
+        for _ in range(2):
+            if self._store.create(container, name, subscription_id.encode(),
+                                  headers=headers):
+                return True
+            found = self._store.get(container, name)
+            if found is not None and self._load(
+                    container, found[1].decode()) is not None:
+                return False
+            # The holder is gone (expired or half-deleted): free the URI.
+            self._store.delete(container, name)
+        return False
+
+    def list(self, queue, project=None, marker=None,
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+        container = self._c(queue, project)
+        out = []
+        after = names.subscription_obj(marker) if marker else None
+        while len(out) < limit:
+            page = self._store.listing(container, 's/', marker=after,
+                                       limit=limit)
+            if not page:
+                break
+            after = page[-1]['name']
+            ids = [names.parse_subscription(e['name']) for e in page]
+            found = self._store.parallel(
+                lambda sid: self._load(container, sid), ids)
+            out += [sub for sub in found if sub][:limit - len(out)]
+            if len(page) < limit:
+                break
+        yield iter(out)
+        yield out[-1]['id'] if out else None
+
+    def get(self, queue, subscription_id, project=None):
+        found = self._load(self._c(queue, project), subscription_id)
+        if found is None:
+            raise storage_errors.SubscriptionDoesNotExist(subscription_id)
+        return found
+
+    def create(self, queue, subscriber, ttl, options, project=None):
+        container = self._c(queue, project)
+        subscription_id = _ordered_id()
+        if not self._reserve(container, subscriber, subscription_id, ttl):
+            return None
+        self._write(container, {
+            'id': subscription_id, 'source': queue, 'subscriber': subscriber,
+            'ttl': ttl, 'options': options, 'confirmed': False})
+        return subscription_id
+
+    def update(self, queue, subscription_id, project=None, **kwargs):
+        container = self._c(queue, project)
+        current = self.get(queue, subscription_id, project)
+        new_subscriber = kwargs.get('subscriber')
+        ttl = kwargs.get('ttl') or current['ttl']
+        if new_subscriber and new_subscriber != current['subscriber']:
+            if not self._reserve(container, new_subscriber, subscription_id,
+                                 ttl):
+                raise storage_errors.SubscriptionAlreadyExists()
+            self._store.delete(container,
+                               names.subscriber_obj(current['subscriber']))
+            current['subscriber'] = new_subscriber
+        elif kwargs.get('ttl'):
+            self._store.put(container,
+                            names.subscriber_obj(current['subscriber']),
+                            subscription_id.encode(), headers={
+                                'X-Delete-At': str(int(time.time()) + ttl +
+                                                   1)})
+        if kwargs.get('options') is not None:
+            current['options'] = kwargs['options']
+        expires = None if kwargs.get('ttl') else _expires(current)
+        current['ttl'] = ttl
+        self._write(container, current, expires)
+
+    def exists(self, queue, subscription_id, project=None):
+        return self._load(self._c(queue, project),
+                          subscription_id) is not None
+
+    def delete(self, queue, subscription_id, project=None):
+        container = self._c(queue, project)
+        found = self._load(container, subscription_id)
+        doomed = [names.subscription_obj(subscription_id)]
+        if found:
+            doomed.insert(0, names.subscriber_obj(found['subscriber']))
+        self._store.delete_many(container, doomed)
+
+    def get_with_subscriber(self, queue, subscriber, project=None):
+        container = self._c(queue, project)
+        found = self._store.get(container, names.subscriber_obj(subscriber))
+        if found is None:
+            return None
+        return self._load(container, found[1].decode())
+
+    def confirm(self, queue, subscription_id, project=None, confirmed=True):
+        container = self._c(queue, project)
+        current = self.get(queue, subscription_id, project)
+        current['confirmed'] = bool(confirmed)
+        self._write(container, current, _expires(current))
+
+
+def _expires(subscription):
+    return int(time.time()) + subscription['ttl'] - subscription['age']
