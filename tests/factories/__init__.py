@@ -12,4 +12,4 @@ implement SPEC section 4 so far.
 """
 
 BACKENDS = ('redis', 'mongodb', 'swift')
-GROUP_BACKENDS = ('redis',)
+GROUP_BACKENDS = ('redis', 'mongodb')

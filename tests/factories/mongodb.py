@@ -9,9 +9,12 @@ docs/mongodb.md):
 * ``hello`` is not implemented: it answers ``localTime`` from this host's
   clock, standing in for the server's.
 * Writes are not atomic across threads (an update matches, then applies,
-  without a lock): one lock around mongomock's write paths stands in for
-  the server's per-document atomicity, so the concurrency tests test the
-  driver and not mongomock's races.
+  without a lock), and a read copying a document that another thread
+  updates in place fails ("dictionary changed size during iteration") or
+  sees half a write: one lock around mongomock's writes and reads (cursor
+  results, counts, distinct) stands in for the server's per-document
+  atomicity, so the concurrency tests test the driver and not mongomock's
+  races.
 """
 
 import datetime
@@ -62,9 +65,12 @@ def adapt_mongomock():
                 return method(*args, **kwargs)
         return run
 
-    for name in ('_insert', '_update', '_delete', '_find_and_modify'):
+    for name in ('_insert', '_update', '_delete', '_find_and_modify',
+                 'count_documents', 'distinct'):
         setattr(collection.Collection, name,
                 locked(getattr(collection.Collection, name)))
+    collection.Cursor._compute_results = locked(
+        collection.Cursor._compute_results)
     _adapted = True
 
 

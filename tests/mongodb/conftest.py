@@ -1,5 +1,7 @@
 """Fixtures of the MongoDB-specific tests: the MongoDB driver only."""
 
+import sys
+
 import pytest
 
 from tests import backends
@@ -29,3 +31,22 @@ def real_server():
         pytest.skip('needs a real MongoDB server: set '
                     + mongodb_factory.URI_ENV)
     return uri
+
+
+@pytest.fixture
+def real(driver, redis_url):
+    """(uri, database, redis url) for worker processes on a real server;
+    None on mongomock, where the workers are threads."""
+    uri = mongodb_factory.real_server_uri()
+    if not uri:
+        return None
+    return uri, driver.mongodb_conf.database, redis_url
+
+
+@pytest.fixture
+def busy_switching():
+    """Switch threads often, so mongomock runs really interleave."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)

@@ -3,30 +3,14 @@ a message. Threads on mongomock, processes on a real server."""
 
 import collections
 import json
-import sys
 
 import pytest
 
-from tests.factories import mongodb as mongodb_factory
 from tests.mongodb import workers
 from zaqar_delay.drivers.mongodb import fields
 
 
-@pytest.fixture(autouse=True)
-def busy_switching():
-    """Switch threads often, so mongomock runs really interleave."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
-
-
-@pytest.fixture
-def real(driver, redis_url):
-    uri = mongodb_factory.real_server_uri()
-    if not uri:
-        return None
-    return uri, driver.mongodb_conf.database, redis_url
+pytestmark = pytest.mark.usefixtures('busy_switching')
 
 
 def test_concurrent_posts_get_unique_positions(driver, project, real):

@@ -49,6 +49,9 @@ def assert_uses_prefix(query):
 EXAMPLES = [
     queries.ready('q', 'p', NOW),
     queries.page('q', 'p', NOW, None, ['r']),
+    queries.page('q', 'p', NOW, None, ['r', 'b']),
+    queries.page('q', 'p', NOW, 5, ['r', 'b', 'c']),
+    queries.page('q', 'p', NOW, 5, ['r', 'b', 'c', 'd'], 'client'),
     queries.page('q', 'p', NOW, 5, ['r', 'c']),
     queries.page('q', 'p', NOW, 5, ['r', 'c', 'd'], 'client'),
     queries.due_now('q', 'p', NOW, -1),
@@ -59,6 +62,14 @@ EXAMPLES = [
     queries.in_state('q', 'p', 'c'),
     queries.grouped('q', 'p'),
     queries.grouped('q', 'p', 'c'),
+    queries.group_head('q', 'p', '"a"'),
+    queries.group_first('q', 'p', '"a"', NOW),
+    queries.group_members('q', 'p', '"a"'),
+    queries.next_group('q', 'p', None),
+    queries.next_group('q', 'p', '"a"'),
+    queries.stale_moves('q', 'p', NOW),
+    queries.moves_started('q', 'p', NOW),
+    queries.of_move('q', 'p', 'move-id'),
     queries.ended_claims('q', 'p', NOW),
     queries.of_claims('q', 'p', ['c1', 'c2']),
     queries.by_ids('q', 'p', ['m1']),
@@ -103,6 +114,41 @@ def test_positions_are_unique_per_queue(driver):
     assert info['zd_claim']['partialFilterExpression'] == {'s': 'c'}
 
 
+def test_one_head_per_group_is_a_unique_partial_index(driver):
+    info = driver.database[fields.MESSAGES].index_information()
+    head = info['zd_group_head']
+    assert [k for k, _ in head['key']] == ['p', 'q', 'h']
+    assert head['unique'] is True
+    # Only heads are in it: blocked members (no ``h``) never collide.
+    assert head['partialFilterExpression'] == {'h': {'$exists': True}}
+
+
+def test_group_queries_probe_one_group_by_value():
+    head = queries.group_head('q', 'p', '{"$gt": ""}')
+    assert head.filter == {'p': 'p', 'q': 'q', 'h': {
+        '$eq': '{"$gt": ""}', '$exists': True}}
+    first = queries.group_first('q', 'p', '"a"', NOW)
+    assert first.filter == {'p': 'p', 'q': 'q', 'g': '"a"',
+                            'e': {'$gt': NOW}}
+    assert first.sort == [('k', 1)] and first.index == 'zd_group'
+    # The skip scan starts at the smallest string: encoded ids are never
+    # empty, and it never meets ungrouped messages (no ``g``).
+    assert queries.next_group('q', 'p', None).filter['g'] == {'$gt': ''}
+    assert queries.next_group('q', 'p', '"a"').sort == [('g', 1), ('k', 1)]
+
+
+def test_claim_range_holds_no_blocked_or_moving_state():
+    query = queries.ready('q', 'p', NOW)
+    assert query.filter['s'] == fields.READY
+    assert fields.READY not in (fields.BLOCKED, fields.MOVING)
+    # Listing shows blocked members as unclaimed messages, due ones only.
+    page = queries.page('q', 'p', NOW, None, ['r', 'b']).filter
+    assert page['s'] == {'$in': ['b', 'r']}
+    assert page['$or'] == [{'s': 'r'}, {'d': {'$lte': NOW}}]
+    everything = queries.page('q', 'p', NOW, None, ['r', 'b', 'c', 'd'])
+    assert everything.filter['s'] == {'$ne': fields.MOVING}
+
+
 class Spy:
     """Records the finds the driver sends, with their hints."""
 
@@ -116,6 +162,24 @@ class Spy:
     def find(self, query, projection=None, sort=None, limit=0, hint=None):
         self.finds.append((query, sort, limit, hint))
         return self.collection.find(query, projection, sort, limit, hint)
+
+
+def test_claim_never_reads_blocked_members(driver, project):
+    """SPEC 4 cost: a claim skips blocked groups without touching them.
+    Behind a claimed head, 200 blocked members; the next claim sends the
+    ready-range query only, and it comes back empty."""
+    driver.queue_controller.create(
+        'q', metadata={'_message_group_key': 'g'}, project=project)
+    post(driver, 'q', project, *[{'g': 'a', 'n': n} for n in range(200)])
+    claim(driver, 'q', project, limit=5)
+    spy = Spy(driver.messages)
+    driver.claim_controller._messages = spy
+    assert claim(driver, 'q', project, limit=5) == (None, [])
+    for query, _, _, hint in spy.finds:
+        assert 'g' not in query and query.get('s') != fields.BLOCKED
+    ready = [(q, hint) for q, _, _, hint in spy.finds
+             if q.get('s') == fields.READY]
+    assert ready and all(h == 'zd_state_position' for _, h in ready)
 
 
 def test_claim_and_list_send_hinted_index_shaped_queries(driver, project):
@@ -167,3 +231,25 @@ def test_real_server_claim_examines_only_ready_messages(driver, real_server,
     due = queries.delayed_due('q', project, now)
     plan = explain(driver, due)
     assert plan['executionStats']['totalDocsExamined'] == 0
+
+
+def test_real_server_claim_examines_no_blocked_member(driver, real_server,
+                                                     project):
+    driver.queue_controller.create(
+        'q', metadata={'_message_group_key': 'g'}, project=project)
+    post(driver, 'q', project, *[{'g': n % 5, 'n': n} for n in range(300)])
+    post(driver, 'q', project, *[{'n': n} for n in range(10)])
+    claim(driver, 'q', project, limit=3)         # three heads claimed
+    now = driver.now()
+    plan = explain(driver, queries.ready('q', project, now), limit=20)
+    stats = plan['executionStats']
+    # Two unclaimed heads and ten ungrouped messages: exactly those.
+    assert stats['nReturned'] == 12
+    assert stats['totalDocsExamined'] == 12
+    assert stats['totalKeysExamined'] <= 13
+    head = explain(driver, queries.group_head('q', project, '0'), limit=1)
+    assert 'zd_group_head' in str(head['queryPlanner']['winningPlan'])
+    assert head['executionStats']['totalKeysExamined'] <= 1
+    nxt = explain(driver, queries.next_group('q', project, '1'), limit=1)
+    assert nxt['executionStats']['totalDocsExamined'] == 1
+    assert 'SORT' not in stages(nxt['queryPlanner']['winningPlan'])

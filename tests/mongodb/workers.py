@@ -4,6 +4,7 @@ holds the fake server), spawned processes on a real server."""
 import multiprocessing
 import queue as queue_module
 import threading
+import time
 import uuid
 
 from tests import backends
@@ -46,9 +47,74 @@ def consume(driver, queue, project, idle_rounds=3):
     return got
 
 
-def _in_process(role, uri, database, redis_url, args, results):
+def produce_grouped(driver, queue, project, groups, per_group):
+    """Post ``per_group`` messages to each of ``groups``, interleaved, in
+    batches of 7; returns the ids in posting order."""
+    bodies = [{'g': group, 'n': n} for n in range(per_group)
+              for group in groups]
+    ids = []
+    for start in range(0, len(bodies), 7):
+        ids += driver.message_controller.post(
+            queue, [{'ttl': 600, 'body': body}
+                    for body in bodies[start:start + 7]],
+            uuid.uuid4(), project=project)
+    return ids
+
+
+def consume_grouped(driver, queue, project, idle_rounds=5):
+    """Claim, then acknowledge (delete), until the queue stays empty.
+
+    Returns (group, n, message id, got, done) per message: ``got`` is
+    taken after the claim returned, ``done`` before the delete is sent,
+    both on the host's monotonic clock (shared by processes), so
+    [got, done] lies inside the time the message was really in flight.
+    """
+    out, idle = [], 0
+    while idle < idle_rounds:
+        claim_id, messages = driver.claim_controller.create(
+            queue, {'ttl': 300, 'grace': 0}, project=project, limit=4)
+        got = time.monotonic()
+        messages = list(messages)
+        if not messages:
+            idle += 1
+            time.sleep(0.001)
+            continue
+        idle = 0
+        for message in messages:
+            done = time.monotonic()
+            out.append((message['body']['g'], message['body']['n'],
+                        message['id'], got, done))
+            driver.message_controller.delete(
+                queue, message['id'], project=project, claim=claim_id)
+    return out
+
+
+def move_when_free(driver, queue, project, group, target, tries=2000):
+    """Move ``group`` to ``target`` once its head is not claimed; the
+    number moved (None if it never got the chance)."""
+    from zaqar_delay import errors
+    for _ in range(tries):
+        try:
+            return driver.message_controller.move_group(
+                queue, group, target, project=project)
+        except errors.GroupInFlight:
+            time.sleep(0.0005)
+    return None
+
+
+def advance_group(driver, queue, project, group):
+    """Advance one group (a headless one, in the test); the head's id."""
+    from zaqar_delay.drivers.mongodb import groups
+    head = groups.advance(driver, queue, project, group, driver.now())
+    return head and head['_id']
+
+
+def _in_process(index, role, uri, database, redis_url, args, results):
     driver = real_driver(uri, database, redis_url)
-    results.put(globals()[role](driver, *args))
+    try:
+        results.put((index, globals()[role](driver, *args)))
+    except Exception as exc:  # reported by the test, not lost
+        results.put((index, RuntimeError(repr(exc))))
     driver.close()
 
 
@@ -58,28 +124,39 @@ def run_all(role, workers, shared_driver, args, real=None):
     ``real`` = (uri, database, redis_url) runs spawned processes, each
     with its own driver; otherwise threads share ``shared_driver``.
     """
+    return run_mixed([(role, args)] * workers, shared_driver, real)
+
+
+def run_mixed(jobs, shared_driver, real=None):
+    """Run every ``(role, args)`` of ``jobs`` at once; their results, in
+    the order of ``jobs``. Processes or threads as in :func:`run_all`."""
     if real:
         context = multiprocessing.get_context('spawn')
         results = context.Queue()
         procs = [context.Process(target=_in_process,
-                                 args=(role, *real, args, results))
-                 for _ in range(workers)]
+                                 args=(index, role, *real, args, results))
+                 for index, (role, args) in enumerate(jobs)]
     else:
         results = queue_module.Queue()
+        # Build the shared driver's collections and indexes before the
+        # threads race to do it (its lazy properties are not guarded).
+        shared_driver.message_controller
+        shared_driver.claim_controller
 
-        def work():
+        def work(index, role, args):
             try:
-                results.put(globals()[role](shared_driver, *args))
+                results.put((index, globals()[role](shared_driver, *args)))
             except Exception as exc:  # reported by the test, not lost
-                results.put(exc)
+                results.put((index, exc))
 
-        procs = [threading.Thread(target=work) for _ in range(workers)]
+        procs = [threading.Thread(target=work, args=(index, role, args))
+                 for index, (role, args) in enumerate(jobs)]
     for proc in procs:
         proc.start()
-    out = [results.get(timeout=120) for _ in procs]
+    out = dict(results.get(timeout=120) for _ in procs)
     for proc in procs:
         proc.join(30)
-    for result in out:
+    for result in out.values():
         if isinstance(result, Exception):
             raise result
-    return out
+    return [out[index] for index in range(len(jobs))]

@@ -12,6 +12,15 @@ Ids that a concurrent claimer won are simply missing in step 3, and the
 loop reads the next ready ids. Pop is a claim whose messages are deleted
 right after step 3, so a crash between the two leaves them claimed (and
 redelivered when the short pop claim ends), never lost.
+
+Groups (groups.py): only a group's head is ever ``r``, so step 1 never
+sees a blocked member, and the head this claim takes stays ``c`` while
+the claim is built, so no other member of its group can become ready
+meanwhile: one message per group per claim. Messages whose attempts ran
+out are dead-lettered inside the loop, so the next member of their group
+can still be handed out by the same claim (as Redis does). Pop deletes
+its heads after the loop, and only then advances their groups: one
+message per group per pop too.
 """
 
 import json
@@ -22,6 +31,7 @@ from zaqar.storage import errors as storage_errors
 from zaqar_delay import controller
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
 from zaqar_delay.drivers.mongodb import state
 
@@ -52,16 +62,15 @@ class ClaimController(controller.ClaimController):
         self._claims.insert_one(f.queue_filter(queue, project, **{
             '_id': claim_id, f.TTL: ttl, f.EXPIRES: expires, 'g': grace,
             f.REDELIVERY: policy.redelivery_delay}))
-        taken, exhausted = self._hand_out(
-            queue, project, now, claim_id, expires, grace, limit, policy)
-        if exhausted:
-            self._dead_letter(queue, project, policy, claim_id, exhausted,
-                              now)
+        taken = self._hand_out(queue, project, now, claim_id, expires,
+                               grace, limit, policy)
         if mode == 'pop' or not taken:
             if taken:
                 self._messages.delete_many({
                     '_id': {'$in': [doc['_id'] for doc in taken]},
                     f.CLAIM: claim_id})
+                groups.advance_all(self.driver, queue, project,
+                                   groups.groups_of(taken), now)
             self._claims.delete_one({'_id': claim_id})
             return claim_id, [
                 state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
@@ -78,7 +87,7 @@ class ClaimController(controller.ClaimController):
                      f.REDELIVERY: redelivery},
             '$inc': {f.CLAIM_COUNT: 1},
             '$max': {f.EXPIRES: expires + grace * 1000}}
-        taken, exhausted = [], []
+        taken = []
         while len(taken) < limit:
             ready = queries.ready(queue, project, now)
             candidates = [doc['_id'] for doc in self._messages.find(
@@ -91,22 +100,28 @@ class ClaimController(controller.ClaimController):
             won = self._messages.find(
                 {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
                  '_id': {'$in': candidates}}, sort=[(f.POSITION, 1)])
+            exhausted = []
             for doc in won:
                 if (policy.max_claim_count
                         and doc[f.CLAIM_COUNT] > policy.max_claim_count):
                     exhausted.append(doc)
                 else:
                     taken.append(doc)
+            if exhausted:
+                self._dead_letter(queue, project, policy, claim_id,
+                                  exhausted, now)
         taken.sort(key=lambda doc: doc[f.POSITION])
-        return taken, exhausted
+        return taken
 
     def _dead_letter(self, queue, project, policy, claim_id, docs, now):
         """Move messages whose attempts ran out to the dead-letter queue.
 
         Each move is one conditional update of the document itself (new
-        queue, new position, ready, attempts reset), so a message is in
-        exactly one queue at every instant; without a dead-letter queue
-        the messages are dropped, as Zaqar does.
+        queue, new position, attempts reset, no longer a head), so a
+        message is in exactly one queue at every instant; without a
+        dead-letter queue the messages are dropped, as Zaqar does. Then
+        the groups they leave, and those they join there, advance (a
+        crash before that is repaired by gc: groups.repair).
         """
         held = {f.PROJECT: project, f.QUEUE: queue, f.CLAIM: claim_id,
                 f.STATE: f.CLAIMED}
@@ -114,24 +129,34 @@ class ClaimController(controller.ClaimController):
         if dlq is None:
             self._messages.delete_many(dict(
                 held, _id={'$in': [doc['_id'] for doc in docs]}))
-            return
+        else:
+            self._move_to(dlq, project, policy, held, docs, now)
+        groups.advance_all(self.driver, queue, project,
+                           groups.groups_of(docs), now)
+
+    def _move_to(self, dlq, project, policy, held, docs, now):
         dlq_policy = self._dlq_policy(dlq, project)
         first = state.reserve_positions(self.driver.counters, dlq, project,
                                         len(docs))
+        joined = []
         for offset, doc in enumerate(docs):
             ttl = policy.dead_letter_ttl or doc[f.TTL]
-            changes = {f.QUEUE: dlq, f.POSITION: first + offset,
-                       f.STATE: f.READY, f.CLAIM_COUNT: 0, f.CREATED: now,
-                       f.DUE: now, f.TTL: ttl, f.EXPIRES: now + ttl * 1000}
-            removed = {f.CLAIM: '', f.CLAIM_EXPIRES: '', f.REDELIVERY: ''}
             group = rules.group_or_none(json.loads(doc[f.BODY]),
                                         dlq_policy)
+            changes = {f.QUEUE: dlq, f.POSITION: first + offset,
+                       f.STATE: f.READY if group is None else f.BLOCKED,
+                       f.CLAIM_COUNT: 0, f.CREATED: now, f.DUE: now,
+                       f.TTL: ttl, f.EXPIRES: now + ttl * 1000}
+            removed = {f.CLAIM: '', f.CLAIM_EXPIRES: '', f.REDELIVERY: '',
+                       f.HEAD: ''}
             if group is None:
                 removed[f.GROUP] = ''
             else:
                 changes[f.GROUP] = group
             self._messages.update_one(dict(held, _id=doc['_id']),
                                       {'$set': changes, '$unset': removed})
+            joined.append(group)
+        groups.advance_all(self.driver, dlq, project, joined, now)
 
     def _dlq_policy(self, dlq, project):
         try:

@@ -85,6 +85,10 @@ class DataDriver(storage.DataDriverBase):
         return self._collection(fields.COUNTERS)
 
     @decorators.lazy_property(write=False)
+    def moves(self):
+        return self._collection(fields.MOVES)
+
+    @decorators.lazy_property(write=False)
     def subscriptions(self):
         return self._collection(fields.SUBSCRIPTIONS)
 
@@ -121,12 +125,16 @@ class DataDriver(storage.DataDriverBase):
 
     def gc(self):
         """Settle every queue that has messages: end lapsed claims, promote
-        due messages, drop up to GC_BATCH expired messages each. Safe on
-        several hosts at once: every step is a conditional update."""
+        due messages, drop up to GC_BATCH expired messages each, finish
+        stale group moves and repair group heads (groups.repair, resuming
+        at the queue's cursor). Safe on several hosts at once: every step
+        is a conditional update."""
         dropped = 0
-        for counter in self.counters.find({}, {'p': True, 'q': True}):
+        for counter in self.counters.find(
+                {}, {'p': True, 'q': True, fields.GROUP_CURSOR: True}):
             dropped += self.message_controller.gc(
-                counter['q'], counter['p'], GC_BATCH)
+                counter['q'], counter['p'], GC_BATCH,
+                counter.get(fields.GROUP_CURSOR))
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
 

@@ -16,7 +16,9 @@ field    meaning
 ``q``    queue name
 ``k``    position in the queue (marker), from the ``counters`` document
 ``s``    state: ``r`` ready (claimable), ``d`` delayed (waiting for
-         ``d``), ``c`` claimed (see ``c``/``ce``)
+         ``d``), ``c`` claimed (see ``c``/``ce``), ``b`` blocked (a
+         grouped message behind its group's head), ``m`` moving (frozen
+         by a group move, see ``mi``)
 ``b``    body, JSON text
 ``t``    ttl, seconds
 ``cr``   created, epoch ms (store clock)
@@ -31,30 +33,45 @@ field    meaning
 ``ce``   claim expiry, epoch ms; present only while claimed
 ``rd``   redelivery delay (s) of the queue when last claimed
 ``g``    group id (JSON-encoded), absent for ungrouped messages
+``h``    the group id again, present only on the group's *head*: the
+         one member that may be ``r``, ``d`` or ``c`` (unique index
+         ``zd_group_head`` on ``{p, q, h}``)
+``mi``   move id of a group move in progress (only while ``s`` is ``m``)
+``mt``   that move's target queue
+``mk``   the position reserved for this message in the target queue
+``mv``   when the move started, epoch ms (stale moves are finished by gc)
 =======  ==============================================================
 
 States move only through single-document conditional updates (each
 filter names the state it leaves), so a message is handed out once:
 ``r -> c`` (claim), ``c -> d`` (claim lapsed or released),
-``d -> r`` (due), and any state -> another queue's ``r`` (dead-lettered).
+``d -> r`` (due), ``b -> r|d`` (promoted to group head, setting ``h``),
+``r|d|b -> m -> another queue`` (group move) and any state -> another
+queue's ``r`` or ``b`` (dead-lettered). Grouped messages are posted as
+``b``; only the head of a group (the one carrying ``h``) ever leaves it,
+so ``r``, ``d`` and ``c`` never hold two members of one group.
 
 Collection ``claims``: ``_id`` claim id, ``p``, ``q``, ``t`` ttl (s),
 ``e`` claim expiry (epoch ms), ``g`` grace (s), ``rd`` redelivery delay (s).
 It is the authority on when a claim ends: a message's ``ce`` never exceeds
 its claim's ``e``.
 
-Collection ``counters``: ``p``, ``q``, ``n`` last position handed out. One
+Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
+``gr`` the last group id that gc's head repair checked (its cursor). One
 document per queue, also the registry of queues that ``gc()`` walks.
+
+Collection ``moves``: one document per group move in progress (see
+group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
+``t`` target queue, ``st`` decision (``f`` freezing, ``c`` committed,
+``a`` aborted), ``v`` start (epoch ms).
 
 Collection ``subscriptions``: ``_id`` id (UUID text), ``p``, ``s`` source
 queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 ``x`` expires as a date (TTL index), ``o`` options (JSON text), ``c``
 confirmed, ``k`` creation order (ObjectId).
 
-Ready for later features without migrating documents: groups use the
-``{p, q, g, k}`` index over ``g`` (docs/mongodb.md has the plan);
-persistent-consumer cursors are positions ``k``; redelivery backoff reads
-``cc`` and ``rd``.
+Ready for later features without migrating documents: persistent-consumer
+cursors are positions ``k``; redelivery backoff reads ``cc`` and ``rd``.
 """
 
 import pymongo
@@ -63,16 +80,21 @@ MESSAGES = 'messages'
 CLAIMS = 'claims'
 COUNTERS = 'counters'
 SUBSCRIPTIONS = 'subscriptions'
+MOVES = 'moves'
 
 # Message states (field ``s``).
 READY = 'r'
 DELAYED = 'd'
 CLAIMED = 'c'
+BLOCKED = 'b'
+MOVING = 'm'
 
 PROJECT, QUEUE, POSITION, STATE = 'p', 'q', 'k', 's'
 BODY, TTL, CREATED, EXPIRES, DUE = 'b', 't', 'cr', 'e', 'd'
 CLIENT, CLAIM_COUNT, CLAIM, CLAIM_EXPIRES = 'u', 'cc', 'c', 'ce'
-REDELIVERY, GROUP = 'rd', 'g'
+REDELIVERY, GROUP, HEAD = 'rd', 'g', 'h'
+MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
+GROUP_CURSOR = 'gr'
 
 ASC = pymongo.ASCENDING
 
@@ -90,9 +112,15 @@ MESSAGE_INDEXES = {
                       (DUE, ASC)], {}),
     # Expired messages of a queue (purge, stats, gc).
     'zd_expires': ([(PROJECT, ASC), (QUEUE, ASC), (EXPIRES, ASC)], {}),
-    # Group ids of a queue (stats), and the order inside a group.
+    # Group ids of a queue (stats, listing, repair), and the order inside
+    # a group (the next head is the lowest live position).
     'zd_group': ([(PROJECT, ASC), (QUEUE, ASC), (GROUP, ASC),
                   (POSITION, ASC)], {}),
+    # At most one head per group and queue: promoting a second member of
+    # a group fails with a duplicate key, whoever tries it.
+    'zd_group_head': ([(PROJECT, ASC), (QUEUE, ASC), (HEAD, ASC)],
+                      {'unique': True,
+                       'partialFilterExpression': {HEAD: {'$exists': True}}}),
     # Messages of one claim, in position order. Partial: only claimed
     # messages are in it, and every query on it says ``s: c``.
     'zd_claim': ([(CLAIM, ASC), (POSITION, ASC)],
@@ -106,6 +134,11 @@ CLAIM_INDEXES = {
 
 COUNTER_INDEXES = {
     'zd_counter_queue': ([(PROJECT, ASC), (QUEUE, ASC)], {'unique': True}),
+}
+
+MOVE_INDEXES = {
+    # Moves from a queue that started before a time (gc finishes them).
+    'zd_move_started': ([(PROJECT, ASC), (QUEUE, ASC), ('v', ASC)], {}),
 }
 
 SUBSCRIPTION_INDEXES = {
@@ -122,6 +155,7 @@ INDEXES = {
     CLAIMS: CLAIM_INDEXES,
     COUNTERS: COUNTER_INDEXES,
     SUBSCRIPTIONS: SUBSCRIPTION_INDEXES,
+    MOVES: MOVE_INDEXES,
 }
 
 

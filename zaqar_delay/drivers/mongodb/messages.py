@@ -4,7 +4,9 @@ Posting takes positions from the queue's counter document with one
 ``$inc`` and inserts the documents; every state change after that is a
 single-document conditional update (see claims.py), and every read settles
 the queue first (state.settle), so a state read from a document is exact
-at the operation's "now".
+at the operation's "now". Grouped messages are inserted blocked and their
+groups advanced (groups.py); whatever removes messages advances their
+groups afterwards.
 """
 
 from pymongo import errors as mongo_errors
@@ -13,6 +15,8 @@ from zaqar.storage import errors as storage_errors
 from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import group_moves
+from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
 from zaqar_delay.drivers.mongodb import state
 
@@ -55,13 +59,18 @@ class MessageController(controller.MessageController):
                     for error in details.get('writeErrors', [])):
                 raise errors.BackendUnavailable(backend='MongoDB',
                                                 reason=exc)
+        # Inserted blocked, then advanced: a crash in between leaves a new
+        # group without a head until gc's groups.repair gives it one.
+        groups.advance_all(self.driver, queue, project,
+                           [message.group for message in messages], now)
 
     @staticmethod
     def document(queue, project, message, client_uuid, now, position):
         due = now + message.delay * 1000
         doc = f.queue_filter(queue, project, **{
             '_id': message.id, f.POSITION: position,
-            f.STATE: f.DELAYED if due > now else f.READY,
+            f.STATE: (f.BLOCKED if message.group is not None
+                      else f.DELAYED if due > now else f.READY),
             f.BODY: message.body_json, f.TTL: message.ttl,
             f.CREATED: now, f.EXPIRES: now + message.ttl * 1000, f.DUE: due,
             f.CLIENT: client_uuid, f.CLAIM_COUNT: 0})
@@ -73,7 +82,7 @@ class MessageController(controller.MessageController):
               include_claimed, include_delayed):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now)
-        states = [f.READY]
+        states = [f.READY, f.BLOCKED]
         if include_claimed:
             states.append(f.CLAIMED)
         if include_delayed:
@@ -119,13 +128,13 @@ class MessageController(controller.MessageController):
         else:
             condition = {'$or': [{f.STATE: {'$ne': f.CLAIMED}},
                                  {f.CLAIM_EXPIRES: {'$lte': now}}]}
-        if self._messages.delete_one(dict(target, **condition)).deleted_count:
+        if self._delete_one(dict(target, **condition), now):
             return
         doc = self._messages.find_one(target)
         if doc is None:
             return
         if doc[f.EXPIRES] <= now:
-            self._messages.delete_one(dict(target, e={'$lte': now}))
+            self._delete_one(dict(target, e={'$lte': now}), now)
             return
         live = state.live_claim(doc, now)
         if claim_id is None:
@@ -134,13 +143,23 @@ class MessageController(controller.MessageController):
             raise storage_errors.MessageNotClaimed(message_id)
         raise storage_errors.MessageNotClaimedBy(message_id, claim_id)
 
+    def _delete_one(self, where, now):
+        """Delete one message; its group advances if it was the head.
+        (A crash in between is repaired by gc: groups.repair.)"""
+        doc = self._messages.find_one_and_delete(
+            where, projection={f.HEAD: True})
+        if doc is not None and f.HEAD in doc:
+            groups.advance(self.driver, where[f.QUEUE], where[f.PROJECT],
+                           doc[f.HEAD], now)
+        return doc is not None
+
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
         wanted = [mid for mid in message_ids if isinstance(mid, str)]
         if not wanted:
             return
         query = queries.by_ids(queue, project, wanted)
+        now = self.driver.now()
         if claim_ids:
-            now = self.driver.now()
             foreign = dict(query.filter, **{
                 f.STATE: f.CLAIMED, f.CLAIM_EXPIRES: {'$gt': now},
                 f.EXPIRES: {'$gt': now},
@@ -148,7 +167,13 @@ class MessageController(controller.MessageController):
             if self._messages.find_one(foreign, {'_id': True}) is not None:
                 raise storage_errors.ClaimDoesNotMatch(
                     ','.join(claim_ids), queue, project)
+        # Groups read before, advanced after: a blocked member deleted
+        # here may have become its group's head in between.
+        grouped = self._messages.find(dict(query.filter, **{
+            f.GROUP: {'$exists': True}}), {f.GROUP: True})
         self._messages.delete_many(query.filter)
+        groups.advance_all(self.driver, queue, project,
+                           groups.groups_of(grouped), now)
 
     def _pop(self, queue, project, limit, policy):
         return self.driver.claim_controller.take(
@@ -158,6 +183,7 @@ class MessageController(controller.MessageController):
         where = f.queue_filter(queue, project)
         self._messages.delete_many(where)
         self.driver.claims.delete_many(where)
+        self.driver.moves.delete_many(where)
         self.driver.counters.delete_one(where)
 
     def _stats(self, queue, project):
@@ -192,10 +218,35 @@ class MessageController(controller.MessageController):
                                     query.index)
         return found[0] if found else None
 
-    def gc(self, queue, project, batch):
-        """Settle one queue and drop up to ``batch`` expired messages."""
-        return state.settle(self.driver, queue, project, self.driver.now(),
-                            purge_batch=batch)
+    def _groups(self, queue, project, marker, limit):
+        now = self.driver.now()
+        state.settle(self.driver, queue, project, now, purge_batch=None)
+        return groups.page(self.driver, queue, project, marker, limit, now)
+
+    def _purge_group(self, queue, project, group):
+        return groups.purge(self.driver, queue, project, group,
+                            self.driver.now())
+
+    def _move_group(self, queue, project, group, target):
+        return group_moves.move(self.driver, queue, project, group, target,
+                                self.policy(target, project))
+
+    def gc(self, queue, project, batch, group_cursor=None):
+        """Settle one queue and drop up to ``batch`` expired messages;
+        finish its stale group moves and repair the heads of up to
+        groups.REPAIR_BATCH groups after ``group_cursor``."""
+        now = self.driver.now()
+        dropped = state.settle(self.driver, queue, project, now,
+                               purge_batch=batch)
+        group_moves.finish_stale(self.driver, queue, project, now)
+        cursor = groups.repair(self.driver, queue, project, now,
+                               group_cursor)
+        if cursor != group_cursor:
+            self.driver.counters.update_one(
+                f.queue_filter(queue, project),
+                {'$set': {f.GROUP_CURSOR: cursor}} if cursor is not None
+                else {'$unset': {f.GROUP_CURSOR: ''}})
+        return dropped
 
 
 def _stat_entry(doc, now):

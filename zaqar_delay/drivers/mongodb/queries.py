@@ -26,28 +26,49 @@ def ready(queue, project, now):
 def page(queue, project, now, marker, states, client_uuid=None):
     """One listing page after ``marker``, in position order.
 
-    ``states`` is the subset of message states to show; all three states
-    need no state condition and walk the position index.
+    ``states`` is the subset of message states to show (see
+    :func:`_show`); all four listed states need no state condition beyond
+    leaving out moving messages, and walk the position index.
     """
     query = f.queue_filter(queue, project, **{f.EXPIRES: {'$gt': now}})
     if marker is not None:
         query[f.POSITION] = {'$gt': marker}
     if client_uuid is not None:
         query[f.CLIENT] = {'$ne': client_uuid}
-    if set(states) == {f.READY, f.DELAYED, f.CLAIMED}:
-        return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_position')
-    query[f.STATE] = (states[0] if len(states) == 1
-                      else {'$in': sorted(states)})
-    return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_state_position')
+    return Query(f.MESSAGES, query, [(f.POSITION, 1)],
+                 _show(query, states, now))
 
 
 def due_now(queue, project, now, sort):
-    """Due messages, claimed or not: first/oldest/newest."""
-    return Query(f.MESSAGES,
-                 f.queue_filter(queue, project, **{
-                     f.STATE: {'$in': [f.CLAIMED, f.READY]},
-                     f.EXPIRES: {'$gt': now}}),
-                 [(f.POSITION, sort)], 'zd_state_position')
+    """Due messages, claimed or not, blocked group members included:
+    first/oldest/newest."""
+    query = f.queue_filter(queue, project, **{f.EXPIRES: {'$gt': now}})
+    return Query(f.MESSAGES, query, [(f.POSITION, sort)],
+                 _show(query, [f.CLAIMED, f.READY, f.BLOCKED], now))
+
+
+LISTED = {f.READY, f.BLOCKED, f.CLAIMED, f.DELAYED}
+
+
+def _show(query, states, now):
+    """Add the state condition of a read to ``query``; returns the index.
+
+    Blocked group members are shown as the unclaimed messages they are,
+    so, like ready ones, only once due unless delayed ones are wanted
+    (their ``d`` is created + delay). Moving messages are in no queue
+    until their move lands (as Redis keeps them in an outbox).
+    """
+    states = sorted(states)
+    if set(states) == LISTED:
+        query[f.STATE] = {'$ne': f.MOVING}
+        return 'zd_position'
+    query[f.STATE] = states[0] if len(states) == 1 else {'$in': states}
+    if f.BLOCKED in states and f.DELAYED not in states:
+        others = [state for state in states if state != f.BLOCKED]
+        query['$or'] = [{f.STATE: others[0] if len(others) == 1
+                         else {'$in': others}},
+                        {f.DUE: {'$lte': now}}]
+    return 'zd_state_position'
 
 
 def any_live(queue, project, now, sort):
@@ -94,6 +115,56 @@ def grouped(queue, project, state=None):
     return Query(f.MESSAGES, query, None, 'zd_state_position')
 
 
+def group_head(queue, project, group):
+    """The head of a group: its one member allowed out of ``b``. The
+    filter repeats the partial index's ``$exists``, so the planner (and
+    the hint) may use ``zd_group_head``."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.HEAD: {'$eq': group, '$exists': True}}), None, 'zd_group_head')
+
+
+def group_first(queue, project, group, now):
+    """A group's lowest-position live member (its rightful head)."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.GROUP: group, f.EXPIRES: {'$gt': now}}),
+        [(f.POSITION, 1)], 'zd_group')
+
+
+def group_members(queue, project, group):
+    """Every member of a group, in position order (depth, purge, move)."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.GROUP: group}), [(f.POSITION, 1)], 'zd_group')
+
+
+def next_group(queue, project, after):
+    """The first member of the first group after ``after``, in group-id
+    order: one index probe per group (a skip scan of ``{p, q, g, k}``).
+    Encoded group ids are never empty, so ``''`` starts at the first."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.GROUP: {'$gt': after or ''}}),
+        [(f.GROUP, 1), (f.POSITION, 1)], 'zd_group')
+
+
+def stale_moves(queue, project, started_before):
+    """Messages frozen by group moves that started before a time."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.STATE: f.MOVING, f.MOVE_STARTED: {'$lte': started_before}}),
+        [(f.POSITION, 1)], 'zd_state_position')
+
+
+def moves_started(queue, project, started_before):
+    """Group moves from a queue that started before a time (gc)."""
+    return Query(f.MOVES, f.queue_filter(queue, project, v={
+        '$lte': started_before}), None, 'zd_move_started')
+
+
+def of_move(queue, project, move_id):
+    """The messages one move has frozen and not yet landed, in order."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.STATE: f.MOVING, f.MOVE_ID: move_id}),
+        [(f.POSITION, 1)], 'zd_state_position')
+
+
 def ended_claims(queue, project, now):
     """Claims of a queue whose expiry has passed."""
     return Query(f.CLAIMS,
@@ -118,4 +189,5 @@ def by_ids(queue, project, message_ids):
 
 
 ALL = (ready, page, due_now, any_live, delayed_due, expired, live, in_state,
-       grouped, ended_claims, of_claims, by_ids)
+       grouped, group_head, group_first, group_members, next_group,
+       stale_moves, moves_started, of_move, ended_claims, of_claims, by_ids)

@@ -4,9 +4,11 @@ queue at "now", and turning stored documents into Zaqar's message dicts.
 Settling is what Redis does in ``refresh()`` (lua/_common.lua): claims that
 ended put their messages back (``c -> d``; ``d`` already holds claim expiry
 + redelivery delay), delayed messages that are due become ready
-(``d -> r``), and a bounded batch of expired messages is deleted. Each step
-is an index range over exactly the documents that change, so a queue with
-nothing to settle costs three empty index probes.
+(``d -> r``), and a bounded batch of expired messages is deleted (their
+groups then advance: groups.py). Each step is an index range over exactly
+the documents that change, so a queue with nothing to settle costs three
+empty index probes. Blocked group members (``b``) are in none of these
+ranges; a group head keeps its ``h`` through ``c -> d -> r``.
 """
 
 import json
@@ -16,6 +18,7 @@ from pymongo import ReturnDocument
 
 from zaqar_delay import controller
 from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
 
 # Claims settled per pass, expired messages dropped per claim or list.
@@ -73,17 +76,25 @@ def end_claims(driver, queue, project, now):
 
 
 def purge_expired(driver, queue, project, now, batch=PURGE_BATCH):
-    """Delete up to ``batch`` expired messages (all when None)."""
+    """Delete up to ``batch`` expired messages (all when None); the
+    groups whose head expired get their next one. Returns how many."""
     query = queries.expired(queue, project, now)
-    if batch is None:
-        return driver.messages.delete_many(query.filter).deleted_count
-    found = driver.messages.find(query.filter, {'_id': True}, query.sort,
-                                 batch, query.index)
-    if not found:
-        return 0
-    return driver.messages.delete_many(dict(
-        query.filter, _id={'$in': [doc['_id'] for doc in found]})
-    ).deleted_count
+    purged = 0
+    while True:
+        found = driver.messages.find(
+            query.filter, {'_id': True, f.GROUP: True}, query.sort,
+            batch or SETTLE_BATCH, query.index)
+        if not found:
+            return purged
+        purged += driver.messages.delete_many(dict(
+            query.filter, _id={'$in': [doc['_id'] for doc in found]})
+        ).deleted_count
+        # Deleted first, advanced after: a crash in between leaves
+        # groups without a head, which gc's groups.repair finds.
+        groups.advance_all(driver, queue, project, groups.groups_of(found),
+                           now)
+        if batch is not None:
+            return purged
 
 
 def live_claim(doc, now):

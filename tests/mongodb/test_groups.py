@@ -1,0 +1,305 @@
+"""Message groups on MongoDB: the stored layout, the one-head rule, and
+recovery from a process that stopped between two steps.
+
+The contract tests (tests/contract/test_groups.py) check behaviour; these
+check how the driver stores it and that every interrupted multi-step
+change is finished or undone by ``gc()`` without losing, duplicating or
+reordering a group's messages. A "crash" is simulated by running the
+first steps of an operation and then not the rest.
+"""
+
+import json
+
+import pytest
+from pymongo import errors as mongo_errors
+
+from tests.contract.helpers import claim, listed, post, stats
+from zaqar_delay import errors
+from zaqar_delay import rules
+from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import group_moves
+from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import state
+
+GROUPED = {'_message_group_key': 'g'}
+
+
+def msg(group, n):
+    return {'g': group, 'n': n}
+
+
+def names(messages):
+    return ['%s%s' % (m['body']['g'], m['body']['n']) for m in messages]
+
+
+@pytest.fixture
+def grouped(driver, project):
+    driver.queue_controller.create('q', metadata=GROUPED, project=project)
+    return 'q'
+
+
+def docs(driver, queue, project):
+    return list(driver.messages.raw.find(
+        fields.queue_filter(queue, project)).sort('k', 1))
+
+
+def layout(driver, queue, project):
+    """(group, n, state, is head) of each stored message, in order."""
+    return [(d.get('g'), _n(d), d['s'], 'h' in d)
+            for d in docs(driver, queue, project)]
+
+
+def _n(doc):
+    return json.loads(doc['b'])['n']
+
+
+def test_members_behind_the_head_are_stored_blocked(driver, project,
+                                                    grouped):
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), {'n': 3},
+         msg('b', 4), msg('a', 5))
+    assert layout(driver, grouped, project) == [
+        ('"a"', 1, 'r', True), ('"a"', 2, 'b', False), (None, 3, 'r', False),
+        ('"b"', 4, 'r', True), ('"a"', 5, 'b', False)]
+    head = driver.messages.raw.find_one({'p': project, 'h': '"a"'})
+    assert head['h'] == head['g'] == '"a"'
+
+
+def test_the_head_keeps_its_mark_through_claim_and_release(driver, project,
+                                                           grouped, clock):
+    post(driver, grouped, project, msg('a', 1), msg('a', 2))
+    claim_id, _ = claim(driver, grouped, project, ttl=30, grace=0)
+    assert layout(driver, grouped, project)[0] == ('"a"', 1, 'c', True)
+    driver.claim_controller.delete(grouped, claim_id, project=project)
+    assert [row[2:] for row in layout(driver, grouped, project)] == [
+        ('d', True), ('b', False)]
+    clock.advance(1)
+    claim(driver, grouped, project)
+    assert layout(driver, grouped, project)[0][2:] == ('c', True)
+
+
+def test_a_second_head_is_a_duplicate_key_whoever_tries(driver, project,
+                                                        grouped):
+    post(driver, grouped, project, msg('a', 1), msg('a', 2))
+    blocked = docs(driver, grouped, project)[1]
+    with pytest.raises(mongo_errors.DuplicateKeyError):
+        driver.messages.raw.update_one(
+            {'_id': blocked['_id']}, {'$set': {'s': 'r', 'h': '"a"'}})
+    assert layout(driver, grouped, project)[1][2:] == ('b', False)
+
+
+def test_advance_is_idempotent(driver, project, grouped):
+    ids = post(driver, grouped, project, msg('a', 1), msg('a', 2))
+    now = driver.now()
+    for _ in range(3):
+        head = groups.advance(driver, grouped, project, '"a"', now)
+        assert head['_id'] == ids[0]
+    assert [row[3] for row in layout(driver, grouped, project)] == [
+        True, False]
+
+
+def test_an_expired_head_is_dropped_by_whoever_advances(driver, project,
+                                                        grouped, clock):
+    post(driver, grouped, project, msg('a', 1), ttl=10)
+    ids = post(driver, grouped, project, msg('a', 2), ttl=100)
+    clock.advance(11)
+    head = groups.advance(driver, grouped, project, '"a"', driver.now())
+    assert head['_id'] == ids[0]
+    assert layout(driver, grouped, project) == [('"a"', 2, 'r', True)]
+
+
+def test_gc_gives_a_head_to_a_group_whose_head_left_in_a_crash(
+        driver, project, grouped):
+    ids = post(driver, grouped, project, msg('a', 1), msg('a', 2),
+               msg('a', 3), msg('b', 1))
+    # The delete ran, the advance after it did not.
+    driver.messages.raw.delete_one({'_id': ids[0]})
+    assert names(claim(driver, grouped, project)[1]) == ['b1']
+    driver.gc()
+    assert names(claim(driver, grouped, project)[1]) == ['a2']
+
+
+def test_gc_gives_a_head_to_a_group_posted_in_a_crash(driver, project,
+                                                      grouped):
+    now = driver.now()
+    messages = driver.message_controller
+    first = state.reserve_positions(driver.counters, grouped, project, 2)
+    prepared = [messages.document(grouped, project, _new('"z"', n), 'c',
+                                  now, first + n) for n in (0, 1)]
+    driver.messages.insert_many(prepared)    # inserted, never advanced
+    assert claim(driver, grouped, project) == (None, [])
+    driver.gc()
+    _, got = claim(driver, grouped, project)
+    assert [m['body']['n'] for m in got] == [0]
+
+
+def _new(group, n):
+    body = {'g': json.loads(group), 'n': n}
+    return rules.NewMessage(id='m-%d' % n, ttl=300, delay=0, body=body,
+                            body_json=json.dumps(body), group=group)
+
+
+def test_gc_repair_resumes_at_its_cursor(driver, project, grouped,
+                                         monkeypatch):
+    post(driver, grouped, project, *[msg(g, 1) for g in 'abcde'])
+    driver.messages.raw.update_many(
+        {'p': project}, {'$set': {'s': 'b'}, '$unset': {'h': ''}})
+    original = groups.repair
+    monkeypatch.setattr(groups, 'repair', lambda *a, **k: original(
+        *a, **dict(k, batch=2)))
+    driver.gc()
+    counter = driver.counters.raw.find_one({'p': project, 'q': grouped})
+    assert counter['gr'] == '"b"'
+    assert [row[3] for row in layout(driver, grouped, project)] == [
+        True, True, False, False, False]
+    driver.gc()
+    driver.gc()
+    assert 'gr' not in driver.counters.raw.find_one(
+        {'p': project, 'q': grouped})
+    assert all(row[3] for row in layout(driver, grouped, project))
+
+
+def test_one_message_per_group_even_when_dead_letters_free_the_next(
+        driver, project, clock):
+    driver.queue_controller.create('dlq', metadata=GROUPED, project=project)
+    driver.queue_controller.create(
+        'q', metadata=dict(GROUPED, _max_claim_count=1,
+                           _dead_letter_queue='dlq'), project=project)
+    post(driver, 'q', project, msg('a', 1), msg('a', 2), msg('a', 3))
+    claim(driver, 'q', project, ttl=10, grace=0)
+    clock.advance(11)
+    assert names(claim(driver, 'q', project)[1]) == ['a2']
+    # In the dead-letter queue the message is the head of its group there.
+    assert layout(driver, 'dlq', project) == [('"a"', 1, 'r', True)]
+    assert layout(driver, 'q', project)[-1] == ('"a"', 3, 'b', False)
+
+
+def test_move_lands_in_order_and_forgets_itself(driver, project, grouped):
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, 't', project, msg('a', 0))
+    post(driver, grouped, project, msg('a', 1), msg('b', 1), msg('a', 2))
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 2
+    assert layout(driver, 't', project) == [
+        ('"a"', 0, 'r', True), ('"a"', 1, 'b', False),
+        ('"a"', 2, 'b', False)]
+    assert driver.moves.raw.count_documents({}) == 0
+    assert all('mi' not in d for d in docs(driver, 't', project))
+
+
+def _frozen_move(driver, project, queue, target, group):
+    """Run a move up to its freeze; return its id (the mover "crashed")."""
+    now = driver.now()
+    head = groups.advance(driver, queue, project, group, now)
+    move_id = 'crashed-move'
+    driver.moves.insert_one(fields.queue_filter(queue, project, **{
+        '_id': move_id, 'g': group, 't': target, 'st': 'f', 'v': now}))
+    assert group_moves._freeze(driver, queue, project, group, target,
+                               move_id, head, now)
+    return move_id
+
+
+def test_a_frozen_group_cannot_be_claimed_or_advanced(driver, project,
+                                                      grouped):
+    driver.queue_controller.create('t', project=project)
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('b', 1))
+    _frozen_move(driver, project, grouped, 't', '"a"')
+    assert [row[2] for row in layout(driver, grouped, project)] == [
+        'm', 'm', 'r']
+    assert names(claim(driver, grouped, project)[1]) == ['b1']
+    head = groups.advance(driver, grouped, project, '"a"', driver.now())
+    assert head['s'] == 'm'
+    with pytest.raises(errors.GroupInFlight):
+        driver.message_controller.move_group(grouped, 'a', 't',
+                                             project=project)
+
+
+def test_gc_aborts_a_move_that_crashed_before_its_commit(driver, project,
+                                                         grouped, clock):
+    driver.queue_controller.create('t', project=project)
+    ids = post(driver, grouped, project, msg('a', 1), msg('a', 2),
+               ttl=3600)
+    _frozen_move(driver, project, grouped, 't', '"a"')
+    driver.gc()                               # too young: left alone
+    assert [row[2] for row in layout(driver, grouped, project)] == [
+        'm', 'm']
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+    driver.gc()
+    assert layout(driver, grouped, project) == [
+        ('"a"', 1, 'r', True), ('"a"', 2, 'b', False)]
+    assert listed(driver, 't', project) == []
+    assert driver.moves.raw.count_documents({}) == 0
+    assert [m['id'] for m in claim(driver, grouped, project)[1]] == [ids[0]]
+
+
+def test_gc_lands_a_move_that_crashed_after_its_commit(driver, project,
+                                                       grouped, clock):
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    ids = post(driver, grouped, project, msg('a', 1), msg('a', 2),
+               msg('a', 3), ttl=3600)
+    move_id = _frozen_move(driver, project, grouped, 't', '"a"')
+    assert group_moves._decide(driver, move_id, 'c') == 'c'
+    # The first message landed, then the mover stopped.
+    now = driver.now()
+    first = docs(driver, grouped, project)[:1]
+    group_moves._land(driver, grouped, project, first, 't',
+                      driver.message_controller.policy('t', project), now)
+    assert [row[1] for row in layout(driver, 't', project)] == [1]
+    # No advance in the source promotes what the move holds.
+    assert groups.advance(driver, grouped, project, '"a"', now)['s'] == 'm'
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+    driver.gc()
+    assert layout(driver, grouped, project) == []
+    assert [m['id'] for m in listed(driver, 't', project)] == ids
+    assert names(claim(driver, 't', project)[1]) == ['a1']
+    assert driver.moves.raw.count_documents({}) == 0
+
+
+def test_gc_unfreezes_messages_whose_move_is_gone(driver, project, grouped,
+                                                  clock):
+    driver.queue_controller.create('t', project=project)
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), ttl=3600)
+    _frozen_move(driver, project, grouped, 't', '"a"')
+    driver.moves.raw.delete_many({})
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+    driver.gc()
+    assert [row[2:] for row in layout(driver, grouped, project)] == [
+        ('r', True), ('b', False)]
+
+
+def test_a_move_aborted_under_a_slow_mover_moves_nothing(
+        driver, project, grouped, monkeypatch):
+    driver.queue_controller.create('t', project=project)
+    post(driver, grouped, project, msg('a', 1), msg('a', 2))
+    original = group_moves._decide
+
+    def gc_got_there_first(drv, move_id, wanted):
+        original(drv, move_id, group_moves.ABORTED)
+        return original(drv, move_id, wanted)
+
+    monkeypatch.setattr(group_moves, '_decide', gc_got_there_first)
+    with pytest.raises(errors.GroupInFlight):
+        driver.message_controller.move_group(grouped, 'a', 't',
+                                             project=project)
+    assert layout(driver, grouped, project) == [
+        ('"a"', 1, 'r', True), ('"a"', 2, 'b', False)]
+    assert listed(driver, 't', project) == []
+
+
+def test_purge_group_and_stats_count_frozen_and_blocked(driver, project,
+                                                        grouped):
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('b', 1))
+    counts = stats(driver, grouped, project)
+    assert (counts['total'], counts['free'], counts['groups']) == (3, 3, 2)
+    assert groups.purge(driver, grouped, project, '"a"',
+                        driver.now()) == 2
+    assert layout(driver, grouped, project) == [('"b"', 1, 'r', True)]
+
+
+def test_settle_purge_advances_groups_of_expired_heads(driver, project,
+                                                       grouped, clock):
+    post(driver, grouped, project, msg('a', 1), ttl=10)
+    post(driver, grouped, project, msg('a', 2), ttl=100)
+    clock.advance(11)
+    assert state.purge_expired(driver, grouped, project, driver.now(),
+                               None) == 1
+    assert layout(driver, grouped, project) == [('"a"', 2, 'r', True)]

@@ -1,0 +1,225 @@
+"""Moving a message group to another queue (same project), in order.
+
+Redis moves a group in one script; MongoDB has no multi-document atomic
+step short of transactions, so a move is a small two-phase protocol whose
+decision lives in one document of ``moves``: ``{_id: move id, p, q
+source, g group, t target, st, v started}`` with ``st`` ``f`` (freezing),
+``c`` (committed) or ``a`` (aborted). Steps:
+
+1. **register** the move (``st: f``);
+2. **freeze** the head (``r|d -> m``, refused if it is claimed: then
+   nothing has changed but the register, and the caller gets
+   GroupInFlight), then every other member (``b -> m``), each frozen
+   message recording the move id ``mi``, its target position ``mk``
+   (reserved from the target's counter, in position order) and ``mv``.
+   A frozen group is unclaimable, and no advance can promote a frozen
+   member: the head keeps ``h`` until it lands, and after that the
+   group's lowest member is ``m``, which advance never promotes;
+3. **commit** (``st: f -> c``, conditional);
+4. **land** each frozen message, in position order, with one update
+   (``q`` target, ``k`` = ``mk``, remaining ttl and delay, ``b`` if the
+   target groups it, else ``r``/``d``), then advance the target's groups
+   and the source's group, and forget the move.
+
+Each message is in exactly one queue at every instant, so nothing is lost
+or duplicated whatever stops where. Landing in position order keeps what
+has landed a prefix of the group, so an advance of the target group at
+any moment promotes the right head. A move stopped before its commit is
+aborted (``st: f -> a``) and its frozen messages are unfrozen where they
+are; one stopped after is landed. Whoever flips ``st`` first decides, and
+everyone who finishes a move (its mover, or ``gc()`` for moves older than
+``MOVE_TIMEOUT``) follows that decision, so two finishers cannot disagree.
+"""
+
+import json
+import uuid
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import errors
+from zaqar_delay import rules
+from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import state
+
+# A move not committed this long after it started is aborted by gc().
+MOVE_TIMEOUT_MS = 600 * 1000
+# Tries when the head leaves between reading and freezing it.
+FREEZE_ATTEMPTS = 3
+FREEZING, COMMITTED, ABORTED = 'f', 'c', 'a'
+MOVE_FIELDS = {f.MOVE_ID: '', f.MOVE_POSITION: '', f.MOVE_STARTED: ''}
+
+
+def move(driver, queue, project, group, target, target_policy):
+    """Move ``group`` to the tail of ``target``; how many messages moved.
+    Raises GroupInFlight while the group's head is claimed (or another
+    move holds the group); nothing moves then."""
+    now = driver.now()
+    state.settle(driver, queue, project, now)
+    for _ in range(FREEZE_ATTEMPTS):
+        head = groups.advance(driver, queue, project, group, now)
+        if head is None:
+            return 0
+        if head[f.STATE] in (f.CLAIMED, f.MOVING):
+            break
+        move_id = str(uuid.uuid4())
+        driver.moves.insert_one(f.queue_filter(queue, project, **{
+            '_id': move_id, f.GROUP: group, 't': target, 'st': FREEZING,
+            'v': now}))
+        frozen = _freeze(driver, queue, project, group, target, move_id,
+                         head, now)
+        decided = _decide(driver, move_id,
+                          COMMITTED if frozen else ABORTED)
+        moved = _finish(driver, queue, project, move_id, now, target_policy,
+                        decided)
+        if decided == COMMITTED:
+            return moved
+        if frozen:
+            break               # gc aborted this (too slow) move
+    raise errors.GroupInFlight(group=group, queue=queue)
+
+
+def _freeze(driver, queue, project, group, target, move_id, head, now):
+    """Step 2. False if the head was claimed (or left) meanwhile.
+
+    Target positions are reserved first (unused ones are harmless holes),
+    so every message is frozen together with its ``mk`` in one update.
+    """
+    members = queries.group_members(queue, project, group)
+    docs = [doc for doc in driver.messages.find(
+        dict(members.filter, **{f.EXPIRES: {'$gt': now}}),
+        {f.STATE: True}, members.sort, hint=members.index)
+        if doc[f.STATE] == f.BLOCKED or doc['_id'] == head['_id']]
+    first = state.reserve_positions(driver.counters, target, project,
+                                    len(docs))
+    position = {doc['_id']: first + rank for rank, doc in enumerate(docs)}
+    if head['_id'] not in position:
+        return False            # the head left meanwhile
+    frozen = {f.STATE: f.MOVING, f.MOVE_ID: move_id, f.MOVE_STARTED: now}
+    where = f.queue_filter(queue, project, **{
+        '_id': head['_id'], f.HEAD: group,
+        f.STATE: {'$in': [f.READY, f.DELAYED]}})
+    if not driver.messages.update_one(where, {'$set': dict(
+            frozen, **{f.MOVE_POSITION: position[head['_id']]})}
+    ).matched_count:
+        return False
+    # One update per message (each has its own target position);
+    # ``bulk_write`` would save round trips, but mongomock, the test
+    # double, cannot run it with current pymongo.
+    for doc in docs:
+        if doc['_id'] != head['_id']:
+            driver.messages.update_one(
+                f.queue_filter(queue, project, **{
+                    '_id': doc['_id'], f.GROUP: group,
+                    f.STATE: f.BLOCKED}),
+                {'$set': dict(frozen, **{
+                    f.MOVE_POSITION: position[doc['_id']]})})
+    return True
+
+
+def _decide(driver, move_id, wanted):
+    """Flip a freezing move to ``wanted``; returns the decision that
+    stands (None if the move is unknown: it was finished)."""
+    driver.moves.update_one({'_id': move_id, 'st': FREEZING},
+                            {'$set': {'st': wanted}})
+    found = driver.moves.find_one({'_id': move_id}, {'st': True})
+    return found['st'] if found else None
+
+
+def _finish(driver, queue, project, move_id, now, target_policy=None,
+            decided=None):
+    """Land (committed) or unfreeze (otherwise) what the move froze in
+    ``queue``; then forget it. Returns how many landed."""
+    move_doc = driver.moves.find_one({'_id': move_id}) or {}
+    decided = decided or move_doc.get('st')
+    group = move_doc.get(f.GROUP)
+    frozen = queries.of_move(queue, project, move_id)
+    docs = driver.messages.find(frozen.filter, None, frozen.sort,
+                                hint=frozen.index)
+    if decided == COMMITTED:
+        target = move_doc['t']
+        if target_policy is None:
+            target_policy = _policy(driver, target, project)
+        landed = _land(driver, queue, project, docs, target, target_policy,
+                       now)
+    else:
+        landed = 0
+        _unfreeze(driver, queue, project, move_id, now)
+    groups.advance_all(driver, queue, project,
+                       [group] + groups.groups_of(docs), now)
+    driver.moves.delete_one({'_id': move_id})
+    return landed
+
+
+def _land(driver, queue, project, docs, target, policy, now):
+    """Step 4: each frozen message to ``target``, in position order."""
+    landed, target_groups = 0, []
+    for doc in docs:
+        where = f.queue_filter(queue, project, **{
+            '_id': doc['_id'], f.STATE: f.MOVING,
+            f.MOVE_ID: doc[f.MOVE_ID]})
+        if doc[f.EXPIRES] <= now:
+            driver.messages.delete_one(dict(where, **{
+                f.EXPIRES: {'$lte': now}}))
+            continue            # expired meanwhile: nothing to carry
+        ttl = -(-(doc[f.EXPIRES] - now) // 1000)
+        delay = max(0, -(-(doc[f.DUE] - now) // 1000))
+        group = rules.group_or_none(json.loads(doc[f.BODY]), policy)
+        changes = {f.QUEUE: target, f.POSITION: doc[f.MOVE_POSITION],
+                   f.CREATED: now, f.TTL: ttl, f.EXPIRES: now + ttl * 1000,
+                   f.DUE: now + delay * 1000, f.CLAIM_COUNT: 0,
+                   f.STATE: (f.BLOCKED if group is not None
+                             else f.DELAYED if delay else f.READY)}
+        removed = dict(MOVE_FIELDS, **{f.HEAD: '', f.CLAIM: '',
+                                       f.CLAIM_EXPIRES: '', f.REDELIVERY: ''})
+        if group is None:
+            removed[f.GROUP] = ''
+        else:
+            changes[f.GROUP] = group
+        if driver.messages.update_one(
+                where, {'$set': changes, '$unset': removed}).matched_count:
+            landed += 1
+            target_groups.append(group)
+    groups.advance_all(driver, target, project, target_groups, now)
+    return landed
+
+
+def _unfreeze(driver, queue, project, move_id, now):
+    """Abort: the frozen head back to ready/delayed, the rest blocked."""
+    frozen = queries.of_move(queue, project, move_id).filter
+    head = dict(frozen, **{f.HEAD: {'$exists': True}})
+    driver.messages.update_many(dict(head, **{f.DUE: {'$lte': now}}), {
+        '$set': {f.STATE: f.READY}, '$unset': MOVE_FIELDS})
+    driver.messages.update_many(dict(head, **{f.DUE: {'$gt': now}}), {
+        '$set': {f.STATE: f.DELAYED}, '$unset': MOVE_FIELDS})
+    driver.messages.update_many(frozen, {
+        '$set': {f.STATE: f.BLOCKED}, '$unset': MOVE_FIELDS})
+
+
+def _policy(driver, target, project):
+    """A committed move lands even if its target was deleted since: the
+    queue is created again, as messages must never be stranded."""
+    try:
+        return driver.message_controller.policy(target, project)
+    except storage_errors.QueueDoesNotExist:
+        driver.queue_controller.create(target, project=project)
+        return rules.QueuePolicy()
+
+
+def finish_stale(driver, queue, project, now):
+    """gc(): finish moves from ``queue`` older than MOVE_TIMEOUT (abort
+    those not committed), and unfreeze messages whose move is gone (a
+    mover that froze more after its move was aborted). How many."""
+    before = now - MOVE_TIMEOUT_MS
+    query = queries.moves_started(queue, project, before)
+    stale = [doc['_id'] for doc in driver.moves.find(
+        query.filter, {'_id': True}, hint=query.index)]
+    query = queries.stale_moves(queue, project, before)
+    stale += [doc[f.MOVE_ID] for doc in driver.messages.find(
+        query.filter, {f.MOVE_ID: True}, query.sort, hint=query.index)]
+    stale = list(dict.fromkeys(stale))
+    for move_id in stale:
+        decided = _decide(driver, move_id, ABORTED)
+        _finish(driver, queue, project, move_id, now, decided=decided)
+    return len(stale)
