@@ -2,13 +2,14 @@
 
     python -m benchmarks.run [--quick]
 
-Starts one redis-server and measures, on it, our Redis driver and Zaqar's
-own: post throughput, claim+delete throughput, and claim latency with 0,
-10,000 and 100,000 delayed messages queued ahead; then, for our driver
-alone (Zaqar has no groups), claim latency on a grouped queue with 10,000
-group heads in flight and 100,000 messages blocked behind them. Prints
-figures and ratios (ours / Zaqar's for throughput; latency against our
-own empty-queue latency).
+Starts one redis-server (and, for Swift, a real single-node Swift) and
+measures our driver and Zaqar's own side by side on each backend: post
+throughput, claim+delete throughput, and claim latency with 0, 10,000 and
+100,000 delayed messages queued ahead; then, for our driver alone (Zaqar
+has no groups), claim latency on a grouped queue with 10,000 group heads in
+flight and 100,000 messages blocked behind them. Swift runs smaller sizes.
+Prints figures and ratios (ours / Zaqar's for throughput; latency against
+our own empty queue).
 """
 
 import argparse
@@ -90,6 +91,36 @@ def mongodb_pair(redis_url, uri):
         theirs
 
 
+class _TempauthClient:
+    """Stands in for Zaqar's Swift client wrapper, which speaks only
+    Keystone: the same swiftclient calls, authenticated once with tempauth
+    (v1) on the benchmark's own Swift."""
+
+    def __init__(self, server):
+        import swiftclient
+        self._swiftclient = swiftclient
+        self._url, self._token = server.get_auth()
+
+    def __getattr__(self, name):
+        connection = self._swiftclient.Connection(
+            preauthurl=self._url, preauthtoken=self._token)
+        return getattr(connection, name)
+
+
+def swift_pair(redis_url, server):
+    """Our Swift driver and Zaqar's, on one real single-node Swift."""
+    from zaqar.storage.swift import driver as zaqar_swift
+    from zaqar_delay.drivers.swift import driver as ours
+    from tests.factories import swift as swift_factory
+    conf = backends.make_conf()
+    conf.set_override('uri', swift_factory.swift_uri(server),
+                      group=swift_factory.GROUP)
+    control = backends.control_driver(conf, redis_url)
+    theirs = zaqar_swift.DataDriver(conf, None, control)
+    theirs._lazy_connection = _TempauthClient(server)  # lazy_property slot
+    return ours.DataDriver(conf, None, control), theirs
+
+
 def fmt_rate(value):
     return '{:>10,.0f} msg/s'.format(value)
 
@@ -162,18 +193,26 @@ def full(args):
     return args
 
 
+def swift_sizes(args):
+    args = argparse.Namespace(**vars(args))
+    args.messages, args.samples = (100, 10) if args.quick else (500, 30)
+    args.delayed = [0, 200] if args.quick else [0, 1000, 5000]
+    args.groups = [(0, 0), (20, 5)] if args.quick else [(0, 0), (200, 10)]
+    return args
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--quick', action='store_true',
                         help='small sizes, to check that everything runs')
     parser.add_argument('--backend', action='append',
-                        choices=('redis', 'mongodb'),
+                        choices=('redis', 'mongodb', 'swift'),
                         help='backends to measure (default: all)')
     parser.add_argument('--mongodb-uri',
                         default=os.environ.get('ZAQAR_DELAY_TEST_MONGODB_URI'),
                         help='a real MongoDB server; default: mongomock')
     args = parser.parse_args(argv)
-    chosen = args.backend or ['redis', 'mongodb']
+    chosen = args.backend or ['redis', 'mongodb', 'swift']
     args = quick(args) if args.quick else full(args)
     with RedisServer() as server:
         if 'redis' in chosen:
@@ -188,6 +227,13 @@ def main(argv=None):
                       'mongomock, not MongoDB')
                 args = quick(args)
             bench(*mongodb_pair(server.url, args.mongodb_uri), args)
+        if 'swift' in chosen:
+            from tests.servers.swift_server import SwiftServer
+            with SwiftServer() as swift:
+                print('\n#### Swift: single node (1 replica, tempauth) on',
+                      swift.url, '- sizes scaled down: a Swift request '
+                      'costs milliseconds')
+                bench(*swift_pair(server.url, swift), swift_sizes(args))
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@ backend, as it would in a deployment that keeps metadata apart from messages.
 import time
 
 from oslo_config import cfg
+from oslo_log import log
 from osprofiler import opts as profiler_opts
 from zaqar import conf as zaqar_conf
 from zaqar.storage.redis import driver as zaqar_redis
@@ -19,6 +20,7 @@ def make_conf(**groups):
     """A Zaqar configuration with ``groups`` ({group: {opt: value}}) set."""
     conf = cfg.ConfigOpts()
     zaqar_conf.configure(conf)
+    log.register_options(conf)
     profiler_opts.set_defaults(conf)
     for group, options in zd_conf.list_opts():
         conf.register_opts(options, group=group)
