@@ -40,7 +40,7 @@ def real(driver, redis_url):
     uri = mongodb_factory.real_server_uri()
     if not uri:
         return None
-    return uri, driver.mongodb_conf.database, redis_url
+    return uri, driver.store_conf.database, redis_url
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
 
-from zaqar_delay import conf as zd_conf
-from zaqar_delay.conf import limits
+from zaqar_delay import driver as base
 from zaqar_delay.conf import mongodb as mongodb_conf
 from zaqar_delay.drivers.mongodb import claims
 from zaqar_delay.drivers.mongodb import clock
@@ -29,7 +28,7 @@ LOG = logging.getLogger(__name__)
 GC_BATCH = 1000
 
 
-class DataDriver(storage.DataDriverBase):
+class DataDriver(base.DataDriver):
 
     BASE_CAPABILITIES = (storage.Capabilities.FIFO,
                          storage.Capabilities.CLAIMS,
@@ -37,10 +36,11 @@ class DataDriver(storage.DataDriverBase):
                          storage.Capabilities.AOD,
                          storage.Capabilities.HIGH_THROUGHPUT)
 
-    _DRIVER_OPTIONS = [(mongodb_conf.GROUP_NAME, mongodb_conf.ALL_OPTS),
-                       (limits.GROUP_NAME, limits.ALL_OPTS)]
-
-    options_group = mongodb_conf.GROUP_NAME
+    OPTIONS = mongodb_conf
+    _DRIVER_OPTIONS = base.DataDriver.driver_options(mongodb_conf)
+    MESSAGE_CONTROLLER = messages.MessageController
+    CLAIM_CONTROLLER = claims.ClaimController
+    SUBSCRIPTION_CONTROLLER = subscriptions.SubscriptionController
 
     # Tests only: ``client_factory(uri, **options)`` replaces pymongo's
     # ``MongoClient`` (to run on mongomock); production leaves it unset.
@@ -49,23 +49,17 @@ class DataDriver(storage.DataDriverBase):
 
     def __init__(self, conf, cache, control_driver, client_factory=None):
         super().__init__(conf, cache, control_driver)
-        zd_conf.register(conf, mongodb_conf, limits)
-        self.mongodb_conf = conf[mongodb_conf.GROUP_NAME]
         self._client_factory = client_factory or self.client_factory
-
-    @property
-    def capabilities(self):
-        return self.BASE_CAPABILITIES
 
     @decorators.lazy_property(write=False)
     def connection(self):
         return connection.make_client(
-            self.mongodb_conf.uri, self.mongodb_conf.server_selection_timeout,
-            self.mongodb_conf.socket_timeout, self._client_factory)
+            self.store_conf.uri, self.store_conf.server_selection_timeout,
+            self.store_conf.socket_timeout, self._client_factory)
 
     @decorators.lazy_property(write=False)
     def database(self):
-        database = self.connection[self.mongodb_conf.database]
+        database = self.connection[self.store_conf.database]
         connection.translate(ensure_indexes, database)
         return database
 
@@ -95,7 +89,7 @@ class DataDriver(storage.DataDriverBase):
     @decorators.lazy_property(write=False)
     def clock(self):
         return clock.StoreClock(self._server_time,
-                                self.mongodb_conf.clock_sync_interval)
+                                self.store_conf.clock_sync_interval)
 
     def _server_time(self):
         reply = connection.translate(self.connection.admin.command, 'hello')
@@ -116,10 +110,6 @@ class DataDriver(storage.DataDriverBase):
         except Exception:
             return False
 
-    def _health(self):
-        return {'storage_reachable': self.is_alive(),
-                'operation_status': self._get_operation_status()}
-
     def close(self):
         self.connection.close()
 
@@ -137,18 +127,6 @@ class DataDriver(storage.DataDriverBase):
                 counter.get(fields.GROUP_CURSOR))
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
-
-    @decorators.lazy_property(write=False)
-    def message_controller(self):
-        return messages.MessageController(self)
-
-    @decorators.lazy_property(write=False)
-    def claim_controller(self):
-        return claims.ClaimController(self)
-
-    @decorators.lazy_property(write=False)
-    def subscription_controller(self):
-        return subscriptions.SubscriptionController(self)
 
 
 def ensure_indexes(database):

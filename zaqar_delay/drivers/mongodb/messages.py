@@ -30,7 +30,7 @@ class MessageController(controller.MessageController):
         self._messages = driver.messages
 
     def _check_sizes(self, messages):
-        limit = self.driver.mongodb_conf.max_body_size
+        limit = self.driver.store_conf.max_body_size
         for index, message in enumerate(messages):
             size = len(message.body_json.encode('utf-8'))
             if size > limit:
@@ -38,7 +38,7 @@ class MessageController(controller.MessageController):
                     'message {} body is {} bytes; the MongoDB driver stores '
                     'bodies of at most {} bytes (option max_body_size in '
                     '[{}])'.format(index, size, limit,
-                                   self.driver.options_group))
+                                   self.driver.OPTIONS.GROUP_NAME))
 
     def _insert(self, queue, project, messages, client_uuid):
         self._check_sizes(messages)

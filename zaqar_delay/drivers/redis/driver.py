@@ -1,13 +1,13 @@
 """The Redis data driver (``message_store = delay.redis``)."""
 
 import functools
+from urllib import parse
 
 from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
 
-from zaqar_delay import conf as zd_conf
-from zaqar_delay.conf import limits
+from zaqar_delay import driver as base
 from zaqar_delay.conf import redis as redis_conf
 from zaqar_delay.drivers.redis import claims
 from zaqar_delay.drivers.redis import connection
@@ -24,29 +24,23 @@ GC_BATCH = 1000
 GC_OUTBOX_AGE_MS = 60 * 1000
 
 
-class DataDriver(storage.DataDriverBase):
+class DataDriver(base.DataDriver):
 
     BASE_CAPABILITIES = (storage.Capabilities.FIFO,
                          storage.Capabilities.CLAIMS,
                          storage.Capabilities.AOD,
                          storage.Capabilities.HIGH_THROUGHPUT)
 
-    _DRIVER_OPTIONS = [(redis_conf.GROUP_NAME, redis_conf.ALL_OPTS),
-                       (limits.GROUP_NAME, limits.ALL_OPTS)]
-
-    def __init__(self, conf, cache, control_driver):
-        super().__init__(conf, cache, control_driver)
-        zd_conf.register(conf, redis_conf, limits)
-        self.redis_conf = conf[redis_conf.GROUP_NAME]
-
-    @property
-    def capabilities(self):
-        return self.BASE_CAPABILITIES
+    OPTIONS = redis_conf
+    _DRIVER_OPTIONS = base.DataDriver.driver_options(redis_conf)
+    MESSAGE_CONTROLLER = messages.MessageController
+    CLAIM_CONTROLLER = claims.ClaimController
+    SUBSCRIPTION_CONTROLLER = subscriptions.SubscriptionController
 
     @decorators.lazy_property(write=False)
     def connection(self):
-        return connection.client_from_uri(self.redis_conf.uri,
-                                          self.redis_conf.socket_timeout)
+        return connection.client_from_uri(self.store_conf.uri,
+                                          self.store_conf.socket_timeout)
 
     @decorators.lazy_property(write=False)
     def scripts(self):
@@ -59,8 +53,8 @@ class DataDriver(storage.DataDriverBase):
 
     def guarded(self, call):
         return connection.guarded(call,
-                                  self.redis_conf.max_reconnect_attempts,
-                                  self.redis_conf.reconnect_sleep)
+                                  self.store_conf.max_reconnect_attempts,
+                                  self.store_conf.reconnect_sleep)
 
     def run_script(self, name, queue, project, *args, client=None):
         run = functools.partial(self.scripts.run, name, queue, project,
@@ -88,10 +82,6 @@ class DataDriver(storage.DataDriverBase):
         except Exception:
             return False
 
-    def _health(self):
-        return {'storage_reachable': self.is_alive(),
-                'operation_status': self._get_operation_status()}
-
     def close(self):
         self.connection.close()
 
@@ -108,20 +98,7 @@ class DataDriver(storage.DataDriverBase):
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
 
-    @decorators.lazy_property(write=False)
-    def message_controller(self):
-        return messages.MessageController(self)
-
-    @decorators.lazy_property(write=False)
-    def claim_controller(self):
-        return claims.ClaimController(self)
-
-    @decorators.lazy_property(write=False)
-    def subscription_controller(self):
-        return subscriptions.SubscriptionController(self)
-
 
 def _untag(tag):
-    from urllib import parse
     project, queue = tag.split('/', 1)
     return parse.unquote(project) or None, parse.unquote(queue)
