@@ -1,0 +1,108 @@
+"""Each backend against the reference implementation (tests/reference.py).
+
+Hypothesis drives random sequences of posts (grouped or not, with or without
+their own delay), claims, deletes, releases and clock moves against a real
+backend and the reference at once, and checks that they hand out the same
+messages in the same order and agree on how many are left.
+"""
+
+import uuid
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (RuleBasedStateMachine, initialize,
+                                 invariant, precondition, rule,
+                                 run_state_machine_as_test)
+
+from tests import factories
+from tests.contract.helpers import CLIENT
+from tests.reference import ReferenceQueue
+
+POLICY = {'_default_message_delay': 10, '_message_group_key': 'g',
+          '_redelivery_delay': 5}
+EXAMPLES = {'swift': 6}
+
+
+@pytest.fixture(params=factories.GROUP_BACKENDS)
+def backend_name(request):
+    return request.param
+
+
+def test_backend_behaves_like_the_reference(driver, project, clock,
+                                            backend_name):
+    class Machine(RuleBasedStateMachine):
+
+        @initialize()
+        def fresh_queue(self):
+            self.queue = 'model-' + uuid.uuid4().hex[:8]
+            driver.queue_controller.create(self.queue, metadata=POLICY,
+                                           project=project)
+            self.model = ReferenceQueue(10, 'g', 5)
+            self.serial = 0
+            self.claims = {}
+
+        @rule(group=st.sampled_from([None, 'a', 'b', 7]),
+              delay=st.sampled_from([None, 0, 30]),
+              ttl=st.sampled_from([60, 200]))
+        def post(self, group, delay, ttl):
+            self.serial += 1
+            body = {'n': self.serial}
+            if group is not None:
+                body['g'] = group
+            message = {'ttl': ttl, 'body': body}
+            if delay is not None:
+                message['delay'] = delay
+            driver.message_controller.post(self.queue, [message], CLIENT,
+                                           project=project)
+            self.model.post(clock(), body, ttl, delay)
+
+        @rule(limit=st.integers(1, 3), ttl=st.sampled_from([20, 60]))
+        def claim(self, limit, ttl):
+            claim_id, messages = driver.claim_controller.create(
+                self.queue, {'ttl': ttl, 'grace': 0}, project=project,
+                limit=limit)
+            got = [m['body'] for m in messages]
+            expected = self.model.claim(clock(), claim_id, limit, ttl, 0)
+            assert got == expected
+            if claim_id:
+                self.claims[claim_id] = [m['id'] for m in messages]
+
+        @precondition(lambda self: self.claims)
+        @rule(data=st.data())
+        def delete_one(self, data):
+            claim_id = data.draw(st.sampled_from(sorted(self.claims)))
+            live = self.model.claimed_by(clock(), claim_id)
+            if not live:
+                return
+            body = data.draw(st.sampled_from(live))
+            message_id = next(
+                m['id'] for m in driver.claim_controller.get(
+                    self.queue, claim_id, project=project)[1]
+                if m['body'] == body)
+            driver.message_controller.delete(self.queue, message_id,
+                                             project=project, claim=claim_id)
+            self.model.delete(clock(), body)
+
+        @precondition(lambda self: self.claims)
+        @rule(data=st.data())
+        def release(self, data):
+            claim_id = data.draw(st.sampled_from(sorted(self.claims)))
+            driver.claim_controller.delete(self.queue, claim_id,
+                                           project=project)
+            self.model.release(clock(), claim_id)
+
+        @rule(seconds=st.sampled_from([1, 5, 10, 25, 60]))
+        def advance(self, seconds):
+            clock.advance(seconds)
+
+        @invariant()
+        def same_number_left(self):
+            if hasattr(self, 'model'):
+                stats = driver.message_controller._stats(self.queue,
+                                                         project)
+                assert stats['total'] == self.model.total(clock())
+
+    run_state_machine_as_test(Machine, settings=settings(
+        max_examples=EXAMPLES.get(backend_name, 25), stateful_step_count=25,
+        deadline=None, derandomize=True))
