@@ -142,17 +142,20 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     # -- primitives --------------------------------------------------------
 
+    @abc.abstractmethod
     def _groups(self, queue, project, marker, limit):
-        """Up to ``limit`` groups after the encoded group id ``marker``."""
-        raise NotImplementedError
+        """Up to ``limit`` groups after the encoded group id ``marker``, as
+        ``{'id' (decoded), 'depth', 'head', 'in_flight'}`` in the order of
+        their encoded ids."""
 
+    @abc.abstractmethod
     def _purge_group(self, queue, project, group):
-        """Delete an encoded group's messages atomically."""
-        raise NotImplementedError
+        """Delete an encoded group's messages; return how many."""
 
+    @abc.abstractmethod
     def _move_group(self, queue, project, group, target):
-        """Move an encoded group to ``target``, in order."""
-        raise NotImplementedError
+        """Move an encoded group to ``target`` in order, or raise
+        GroupInFlight and move nothing; return how many moved."""
 
     @abc.abstractmethod
     def _insert(self, queue, project, messages, client_uuid):

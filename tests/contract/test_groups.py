@@ -3,17 +3,11 @@
 import pytest
 from zaqar.storage import errors as storage_errors
 
-from tests import factories
 from tests.contract.helpers import (CLIENT, bodies, claim, claimed_bodies,
                                     listed, post, stats)
 from zaqar_delay import errors
 
 GROUPED = {'_message_group_key': 'g'}
-
-
-@pytest.fixture(params=factories.GROUP_BACKENDS)
-def backend_name(request):
-    return request.param
 
 
 def msg(group, n, **extra):

@@ -15,18 +15,12 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize,
                                  invariant, precondition, rule,
                                  run_state_machine_as_test)
 
-from tests import factories
 from tests.contract.helpers import CLIENT
 from tests.reference import ReferenceQueue
 
 POLICY = {'_default_message_delay': 10, '_message_group_key': 'g',
           '_redelivery_delay': 5}
 EXAMPLES = {'swift': 6}
-
-
-@pytest.fixture(params=factories.GROUP_BACKENDS)
-def backend_name(request):
-    return request.param
 
 
 def test_backend_behaves_like_the_reference(driver, project, clock,

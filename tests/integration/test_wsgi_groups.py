@@ -2,14 +2,7 @@
 
 import pytest
 
-from tests import factories
-
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(params=factories.GROUP_BACKENDS)
-def backend_name(request):
-    return request.param
 
 
 def test_message_groups_over_rest(client):

@@ -59,3 +59,47 @@ def produce(swift_uri, redis_url, queue, project, count, start, results):
                     for n in range(first, min(count, first + 10))],
             client, project=project)
     results.put(ids)
+
+
+def produce_grouped(swift_uri, redis_url, queue, project, producer, groups,
+                    rounds, start, results):
+    """Post ``rounds`` batches, each with the next member of every group
+    in ``groups`` (body ``{'g': group, 'n': sequence, 'p': producer}``)."""
+    driver = make_driver(swift_uri, redis_url)
+    while time.time() < start:
+        time.sleep(0.005)
+    ids, client = [], uuid.uuid4()
+    for n in range(rounds):
+        ids += driver.message_controller.post(
+            queue, [{'ttl': 600, 'body': {'g': g, 'n': n, 'p': producer}}
+                    for g in groups],
+            client, project=project)
+    results.put(ids)
+
+
+def consume_grouped(swift_uri, redis_url, queue, project, start, results):
+    """Claim and delete until the queue stays empty, recording for each
+    message handed out (group, (producer, sequence), id, claim returned
+    at, delete sent at)."""
+    driver = make_driver(swift_uri, redis_url)
+    while time.time() < start:
+        time.sleep(0.005)
+    handouts, idle = [], 0
+    while idle < 25:
+        claim_id, messages = driver.claim_controller.create(
+            queue, {'ttl': 60, 'grace': 0}, project=project, limit=3)
+        returned = time.time()
+        messages = list(messages)
+        if not messages:
+            idle += 1
+            time.sleep(0.1)
+            continue
+        idle = 0
+        for message in messages:
+            sent = time.time()
+            driver.message_controller.delete(
+                queue, message['id'], project=project, claim=claim_id)
+            body = message['body']
+            handouts.append((body['g'], (body['p'], body['n']),
+                             message['id'], returned, sent))
+    results.put(handouts)

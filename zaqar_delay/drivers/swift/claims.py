@@ -7,6 +7,11 @@ with ``If-None-Match: *``. Swift answers 412 to every creator but the first,
 so two claimers can never both win one attempt of a message. The claim
 record is written *before* the locks, so a claimer that dies after winning
 locks leaves a record whose expiry redelivers them.
+
+Grouped entries (``g=`` in their Content-Type) are taken at most one per
+group per claim or pop, and only while their message is the first entry
+of its group (groups.py); a head that leaves during the claim (expired,
+dead-lettered, gone) files the next member, and the claim lists again.
 """
 
 import json
@@ -16,6 +21,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import rules
+from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 
 # Extra entries listed per round: some may be stale or lost to a rival.
@@ -45,36 +51,30 @@ class ClaimController(controller.ClaimController):
         record = {'t': ttl, 'g': grace, 'e': now + ttl * 1000,
                   'rd': policy.redelivery_delay, 'm': []}
         keep_until = record['e'] + grace * 1000
-        won, dead = [], []
+        won, seen, taken = [], set(), set()
         marker, exhausted = None, False
         while len(won) < limit and not exhausted:
             wanted = (limit - len(won)) * OVERFETCH
             page = self._store.listing(qs.c, 'a/', marker=marker,
                                        limit=wanted)
             exhausted = len(page) < wanted
-            if not page:
-                break
-            marker = page[-1]['name']
-            entries = [names.parse_entry(e['name']) for e in page]
-            while entries and len(won) < limit:
-                chunk, entries = (entries[:limit - len(won)],
-                                  entries[limit - len(won):])
-                kinds = [self._kind(policy, attempt, mode, claim_id)
-                         for _, _, attempt in chunk]
-                if mode == 'claim':
-                    self._record(qs, claim_id, record, [
-                        [mid, pos, attempt]
-                        for (pos, mid, attempt), k in zip(chunk, kinds)
-                        if k == claim_id])
-                results = self._store.parallel(
-                    lambda item: self._attempt(qs, now, *item),
-                    list(zip(chunk, kinds)))
-                for (entry, kind), message in zip(zip(chunk, kinds),
-                                                  results):
-                    if message is None:
-                        continue
-                    (dead if kind == names.DEAD else won).append(
-                        (entry, message))
+            if page:
+                marker = page[-1]['name']
+            fresh = []
+            for e in page:
+                if e['name'] not in seen:
+                    seen.add(e['name'])
+                    fresh.append(names.parse_entry(e['name']) + (
+                        names.ct_params(e.get('content_type')).get('g'),))
+            advanced = qs.advanced
+            while fresh and len(won) < limit:
+                chunk, fresh = self._chunk(fresh, limit - len(won), taken)
+                self._round(qs, policy, project, now, mode, claim_id,
+                            record, chunk, won, taken)
+            if qs.advanced != advanced and len(won) < limit:
+                # A head left: its group's next member may sort before the
+                # marker. List again from the start (seen entries skipped).
+                marker, exhausted = None, False
         if mode == 'claim' and record['m'] and (
                 not won or self._overran(record)):
             # Nothing won, or the claim took so long that another node may
@@ -88,11 +88,48 @@ class ClaimController(controller.ClaimController):
                 names.claim_obj(claim_id),
                 names.expiry_obj(record['e'], claim_id)])
         self._store.delete_many(qs.c, [
-            names.avail_obj(*entry) for entry, _ in won + dead])
-        if dead:
-            self.dead_letter(qs, policy, project, [m for _, m in dead])
+            names.avail_obj(*entry[:3]) for entry, _ in won])
         return claim_id, self._finish(qs, now, mode, claim_id, won,
                                       keep_until)
+
+    @staticmethod
+    def _chunk(fresh, size, taken):
+        """Up to ``size`` entries to attempt, at most one per group; the
+        rest of ``fresh`` stays for the next chunk."""
+        chunk, rest = [], []
+        for entry in fresh:
+            gk = entry[3]
+            if len(chunk) == size:
+                rest.append(entry)
+            elif gk is None or gk not in taken:
+                if gk is not None:
+                    taken.add(gk)
+                chunk.append(entry)
+        return chunk, rest
+
+    def _round(self, qs, policy, project, now, mode, claim_id, record,
+               chunk, won, taken):
+        """Attempt ``chunk`` in parallel; dead-letter at once the
+        messages whose attempts ran out, so their groups move on."""
+        kinds = [self._kind(policy, entry[2], mode, claim_id)
+                 for entry in chunk]
+        if mode == 'claim':
+            self._record(qs, claim_id, record, [
+                [entry[1], entry[0], entry[2], entry[3]]
+                for entry, kind in zip(chunk, kinds) if kind == claim_id])
+        results = self._store.parallel(
+            lambda item: self._attempt(qs, now, *item),
+            list(zip(chunk, kinds)))
+        dead = []
+        for entry, kind, message in zip(chunk, kinds, results):
+            if message is None or kind == names.DEAD:
+                # This group may still yield a message in this claim.
+                taken.discard(entry[3])
+            if message is None:
+                continue
+            (dead if kind == names.DEAD else won).append((entry, message))
+        if dead:
+            self.dead_letter(qs, policy, project, [m for _, m in dead], now)
 
     def _overran(self, record):
         """True once a claim's locks may postdate its own expiry, as seen
@@ -121,16 +158,24 @@ class ClaimController(controller.ClaimController):
 
     def _attempt(self, qs, now, entry, kind):
         """Win attempt ``entry`` of a message; the message, or None."""
-        pos, message_id, attempt = entry
+        pos, message_id, attempt, gk = entry
+        if gk is not None and not groups.is_head(qs, gk, pos, message_id):
+            # Filed, but not first in its group (two posts crossed): it
+            # stays filed and is taken once it is the head.
+            return None
         lock = names.lock_obj(message_id, attempt)
+        avail = names.avail_obj(pos, message_id, attempt)
         if not self._store.create(qs.c, lock,
                                   content_type=names.content_type(c=kind)):
             # A rival won this attempt; drop the stale entry.
-            self._store.delete(qs.c, names.avail_obj(*entry))
+            self._store.delete(qs.c, avail)
             return None
-        message = qs.message(message_id, now)
+        message, missing = qs.lookup(message_id, now)
         if message is None or message.pos != pos:
-            self._store.delete_many(qs.c, [lock, names.avail_obj(*entry)])
+            self._store.delete_many(qs.c, [lock, avail])
+            if missing and gk is not None:
+                # Its removal died midway: finish it, advance the group.
+                qs.remove([(message_id, pos, attempt, gk)], now)
             return None
         return message
 
@@ -138,13 +183,14 @@ class ClaimController(controller.ClaimController):
         if mode == 'pop':
             out = [m.render(now, claim_count=entry[2] - 1)
                    for entry, m in won]
-            qs.remove([(m.id, m.pos, entry[2]) for entry, m in won])
+            qs.remove([(m.id, m.pos, entry[2], m.gk) for entry, m in won],
+                      now)
             return out
         self._store.parallel(lambda m: qs.extend(m, keep_until),
                              [m for _, m in won])
         return [m.render(now, claim_id, entry[2]) for entry, m in won]
 
-    def dead_letter(self, qs, policy, project, messages):
+    def dead_letter(self, qs, policy, project, messages, now):
         """Copy messages into the dead-letter queue (keeping their ids, so a
         repeated copy is skipped), then delete them here."""
         dlq = policy.dead_letter_queue
@@ -168,7 +214,7 @@ class ClaimController(controller.ClaimController):
                                                   dlq_policy)))
             for client_uuid, moved in by_client.items():
                 messages_ctrl._insert(dlq, project, moved, client_uuid)
-        qs.remove([(m.id, m.pos, None) for m in messages])
+        qs.remove([(m.id, m.pos, None, m.gk) for m in messages], now)
 
     # -- one claim ---------------------------------------------------------
 
@@ -186,7 +232,7 @@ class ClaimController(controller.ClaimController):
             return None
 
         def member(item):
-            message_id, _, attempt = item
+            message_id, attempt = item[0], item[2]
             if qs.latest_lock(message_id) != (attempt, claim_id):
                 return None
             message = qs.message(message_id, now)

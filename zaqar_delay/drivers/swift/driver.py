@@ -5,17 +5,19 @@ clock (``time.time()``), taken once per operation; see docs/swift.md for
 what that and Swift's other limits mean for each guarantee.
 """
 
+import datetime
 import time
 
 from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
 
-from zaqar_delay import conf as zd_conf
-from zaqar_delay.conf import limits
+from zaqar_delay import driver as base
 from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
+from zaqar_delay.drivers.swift import group_admin
+from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import state
@@ -28,29 +30,26 @@ LOG = logging.getLogger(__name__)
 GC_ABANDONED_S = 60
 
 
-class DataDriver(storage.DataDriverBase):
+class DataDriver(base.DataDriver):
 
     BASE_CAPABILITIES = (storage.Capabilities.FIFO,
                          storage.Capabilities.CLAIMS,
                          storage.Capabilities.AOD,
                          storage.Capabilities.DURABILITY)
 
-    _DRIVER_OPTIONS = [(swift_conf.GROUP_NAME, swift_conf.ALL_OPTS),
-                       (limits.GROUP_NAME, limits.ALL_OPTS)]
+    OPTIONS = swift_conf
+    _DRIVER_OPTIONS = base.DataDriver.driver_options(swift_conf)
+    MESSAGE_CONTROLLER = messages.MessageController
+    CLAIM_CONTROLLER = claims.ClaimController
+    SUBSCRIPTION_CONTROLLER = subscriptions.SubscriptionController
 
     def __init__(self, conf, cache, control_driver):
         super().__init__(conf, cache, control_driver)
-        zd_conf.register(conf, swift_conf, limits)
-        self.swift_conf = conf[swift_conf.GROUP_NAME]
         self._clock = None
-
-    @property
-    def capabilities(self):
-        return self.BASE_CAPABILITIES
 
     @decorators.lazy_property(write=False)
     def store(self):
-        return connection.Store(self.swift_conf)
+        return connection.Store(self.store_conf)
 
     def now_ms(self):
         """Epoch ms from the API node's clock (Swift has none to read)."""
@@ -66,15 +65,11 @@ class DataDriver(storage.DataDriverBase):
     def queue_state(self, queue, project):
         return state.QueueState(
             self.store, names.container(names.MESSAGES, queue, project),
-            self.swift_conf.expiry_margin,
+            self.store_conf.expiry_margin,
             {'project': project or '', 'queue': queue})
 
     def is_alive(self):
         return self.store.alive()
-
-    def _health(self):
-        return {'storage_reachable': self.is_alive(),
-                'operation_status': self._get_operation_status()}
 
     def close(self):
         if 'store' in self.__dict__:
@@ -82,8 +77,9 @@ class DataDriver(storage.DataDriverBase):
 
     def gc(self):
         """Settle every queue: redeliver expired claims, promote due
-        messages, delete expired ones. Safe on several hosts at once: each
-        step is idempotent or a conditional create."""
+        messages, delete expired ones, finish abandoned pops and moves,
+        repair groups left without a filed head. Safe on several hosts at
+        once: each step is idempotent or a conditional create."""
         dropped = 0
         for container in self.store.containers(
                 names.container_prefix(names.MESSAGES)):
@@ -94,20 +90,29 @@ class DataDriver(storage.DataDriverBase):
     def _gc_queue(self, container):
         now = self.now_ms()
         qs = state.QueueState(self.store, container,
-                              self.swift_conf.expiry_margin)
+                              self.store_conf.expiry_margin)
         qs.settle(now)
-        expired = []
+        expired, positions = [], {}
         for entry in self.store.listing_all(container, 'p/'):
             fields = names.position_fields(entry)
-            if fields is not None and fields['e'] <= now:
-                expired.append((fields['id'], fields['pos'], None))
+            if fields is None:
+                continue
+            positions[fields['id']] = fields
+            if fields['e'] <= now:
+                expired.append((fields['id'], fields['pos'], None,
+                                fields['g']))
         if expired:
-            qs.remove(expired)
-        self._finish_abandoned(qs, container, now)
+            qs.remove(expired, now)
+            for victim in expired:
+                positions.pop(victim[0], None)
+        latest = self._finish_abandoned(qs, container, now)
+        groups.repair(qs, now, positions, latest,
+                      now - GC_ABANDONED_S * 1000)
         return len(expired)
 
     def _finish_abandoned(self, qs, container, now):
-        """Finish pops and dead-letter moves whose node died midway."""
+        """Finish pops, dead-letter moves and group moves whose node died
+        midway; returns the latest lock of each locked message."""
         latest = {}
         for entry in self.store.listing_all(container, 'l/'):
             message_id, attempt = names.parse_lock(entry['name'])
@@ -115,26 +120,30 @@ class DataDriver(storage.DataDriverBase):
                 latest[message_id] = (attempt, entry)
         self._heal_orphans(qs, latest, now)
         stale = [(mid, entry) for mid, (_, entry) in latest.items()
-                 if names.ct_params(entry.get('content_type')).get('c') in (
-                     names.POP, names.DEAD)
-                 and _age_s(entry, now) > GC_ABANDONED_S]
+                 if names.ct_params(entry.get('content_type')).get('c')
+                 in names.TAKEN and _age_s(entry, now) > GC_ABANDONED_S]
         if not stale:
-            return
+            return latest
         meta = self.store.container_meta(container) or {}
         if 'queue' not in meta:
-            return
+            return latest
         project, queue = meta.get('project') or None, meta['queue']
         for message_id, entry in stale:
             message = qs.message(message_id, now)
             if message is None:
                 continue
-            kind = names.ct_params(entry.get('content_type')).get('c')
-            if kind == names.DEAD:
+            params = names.ct_params(entry.get('content_type'))
+            if params['c'] == names.DEAD:
                 policy = self.message_controller.policy(queue, project)
                 self.claim_controller.dead_letter(qs, policy, project,
-                                                  [message])
+                                                  [message], now)
+            elif params['c'] == names.MOVE:
+                group_admin.finish_move(self, qs, project, message,
+                                        params.get('t'), now)
             else:
-                qs.remove([(message.id, message.pos, None)])
+                qs.remove([(message.id, message.pos, None, message.gk)],
+                          now)
+        return latest
 
     def _heal_orphans(self, qs, latest, now):
         """Backstop for clock skew beyond the claim safety margin: a
@@ -145,30 +154,17 @@ class DataDriver(storage.DataDriverBase):
             'max_message_delay']
         for message_id, (attempt, entry) in latest.items():
             holder = names.ct_params(entry.get('content_type')).get('c')
-            if (holder in (None, names.POP, names.DEAD)
+            if (holder is None or holder in names.TAKEN
                     or _age_s(entry, now) <= bound
                     or qs.claim_record(holder, cache) is not None):
                 continue
             message = qs.message(message_id, now)
             if message is not None:
                 qs.make_available(message.pos, message_id, attempt + 1, now,
-                                  now)
-
-    @decorators.lazy_property(write=False)
-    def message_controller(self):
-        return messages.MessageController(self)
-
-    @decorators.lazy_property(write=False)
-    def claim_controller(self):
-        return claims.ClaimController(self)
-
-    @decorators.lazy_property(write=False)
-    def subscription_controller(self):
-        return subscriptions.SubscriptionController(self)
+                                  now, message.gk)
 
 
 def _age_s(entry, now_ms):
-    import datetime
     modified = datetime.datetime.fromisoformat(
         entry['last_modified']).replace(tzinfo=datetime.timezone.utc)
     return now_ms / 1000 - modified.timestamp()

@@ -12,6 +12,8 @@ import random
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
+from zaqar_delay.drivers.swift import group_admin
+from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import state as swift_state
 
@@ -57,10 +59,15 @@ class MessageController(controller.MessageController):
                 # The id exists already (a retried post or a repeated
                 # dead-letter copy): give the position back.
                 self._store.delete(qs.c, names.position_obj(message.pos))
-                return
-            qs.make_available(message.pos, message.id, 1, message.due, now)
+                return False
+            if message.group is None:
+                qs.make_available(message.pos, message.id, 1, message.due,
+                                  now)
+            return True
 
-        self._store.parallel(store_one, stored)
+        done = self._store.parallel(store_one, stored)
+        groups.join(qs, [m for m, ok in zip(stored, done)
+                         if ok and m.group is not None], now)
 
     def _allocate(self, qs, stored, now):
         """Give each message a free position, in posting order, each one
@@ -103,8 +110,13 @@ class MessageController(controller.MessageController):
                                    include_delayed, echo, client_uuid)
         else:
             qs.settle(now)
-            found = self._list_available(qs, now, marker, limit, echo,
-                                         client_uuid)
+            if self._store.listing(qs.c, 'g/', limit=1):
+                # Blocked members are listed too, but only heads are in a/.
+                found = self._list_all(qs, now, marker, limit, False, False,
+                                       echo, client_uuid)
+            else:
+                found = self._list_available(qs, now, marker, limit, echo,
+                                             client_uuid)
         last = int(found[-1]['marker']) if found else None
         return found, last
 
@@ -233,7 +245,7 @@ class MessageController(controller.MessageController):
                                                          claim_id)
         elif holder is not None:
             raise storage_errors.MessageIsClaimed(message_id)
-        qs.remove([(message.id, message.pos, count)])
+        qs.remove([(message.id, message.pos, count, message.gk)], now)
 
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
         if not message_ids:
@@ -247,11 +259,25 @@ class MessageController(controller.MessageController):
                    for _, _, holder in targets):
                 raise storage_errors.ClaimDoesNotMatch(
                     ','.join(claim_ids), queue, project)
-        qs.remove([(m.id, m.pos, count) for m, count, _ in targets])
+        qs.remove([(m.id, m.pos, count, m.gk) for m, count, _ in targets],
+                  now)
 
     def _pop(self, queue, project, limit, policy):
         return self.driver.claim_controller.take(
             queue, project, limit, policy, mode='pop')[1]
+
+    # -- message groups (groups.py, group_admin.py) -------------------------
+
+    def _groups(self, queue, project, marker, limit):
+        return group_admin.list_groups(
+            self._state(queue, project), self.driver.now_ms(), marker, limit)
+
+    def _purge_group(self, queue, project, group):
+        return group_admin.purge(self._state(queue, project),
+                                 self.driver.now_ms(), group)
+
+    def _move_group(self, queue, project, group, target):
+        return group_admin.move(self.driver, queue, project, group, target)
 
     # -- queue-wide --------------------------------------------------------
 
@@ -272,11 +298,12 @@ class MessageController(controller.MessageController):
             [('p/',), ('d/', 'd/' + names.ms(now) + '0'),
              ('x/', 'x/' + names.ms(now) + '0'), ('l/',)])
         positions, delayed_entries, live_hints, locks = listings
-        live = {}
+        live, group_of = {}, {}
         for entry in positions:
             fields = names.position_fields(entry)
             if fields is not None and fields['e'] > now:
                 live[fields['id']] = (fields['pos'], fields)
+                group_of[fields['id']] = fields['g']
         live_claims = {names.parse_expiry(e['name'])[1] for e in live_hints}
         latest = {}
         for entry in locks:
@@ -290,7 +317,12 @@ class MessageController(controller.MessageController):
         delayed = {mid for mid in delayed if mid in live} - claimed
         stats = {'total': len(live), 'claimed': len(claimed),
                  'delayed': len(delayed),
-                 'free': len(live) - len(claimed) - len(delayed)}
+                 'free': len(live) - len(claimed) - len(delayed),
+                 # Only heads are ever claimed: a group is in flight when
+                 # one of its members is.
+                 'groups': len(set(group_of.values()) - {None}),
+                 'groups_in_flight': len(
+                     {group_of[mid] for mid in claimed} - {None})}
         # Oldest and newest cover every live message, delayed ones too:
         # Zaqar's transport expects them whenever the total is not zero.
         ordered = sorted(live.values(), key=lambda item: item[0])

@@ -32,13 +32,30 @@ object                     holds
 ``l/I/K``                  attempt K was won: created with If-None-Match,
                            so one claimer (or pop, or dead-lettering) wins
                            it. Content-Type carries ``c`` (claim id, or
-                           ``pop``/``dead``). The latest K is the claim
+                           ``pop``/``dead``/``move``; a move adds ``t``,
+                           the target queue). The latest K is the claim
                            count; its claim id is the message's claim.
 ``c/<claim id>``           a claim: ttl, grace, expiry, redelivery delay and
-                           its members (JSON). Written before the locks.
+                           its members (JSON: id, position, attempt, group
+                           key or null). Written before the locks.
 ``x/T/<claim id>``         a claim expiring at T: the index claims read to
                            redeliver expired claims.
+``g/G/P/I``                message I (position P) belongs to group G (the
+                           group key, below); listing ``g/G/`` gives the
+                           members in order, its first entry is the head.
+                           Content-Type carries ``d`` (due) and ``g`` (the
+                           JSON-encoded group id).
 =========================  ==================================================
+
+Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
+first 256 bytes), ``.``, and 20 hex digits of its SHA-256. A group id is
+data: ``$``, ``/``, ``:``, unicode and 256-character ids all become
+``[0-9a-f.]``, at most 533 characters, so no object name can be bent by
+one. Hex keeps byte order, so listing ``g/`` lists groups in the order of
+their encoded ids (ids sharing their first 256 bytes follow their hashes).
+Entries of grouped messages under ``a/``, ``d/`` and ``p/`` carry ``g=G``
+in their Content-Type, so a claim knows a candidate's group, and stats
+count groups, from listings alone.
 
 Message fields (``m/I`` body, and ``p/P`` Content-Type parameters):
 
@@ -53,7 +70,7 @@ field  meaning
 ``d``  due, epoch ms (created + delay)
 ``u``  client UUID of the poster (for ``echo``)
 ``p``  position
-``g``  group id (JSON-encoded), or null
+``g``  group id (JSON-encoded), or null (its key G in ``p/``)
 =====  ===================================================================
 """
 
@@ -70,6 +87,11 @@ TIME_DIGITS = 15
 # Claims on a "pop" or dead-lettering attempt carry these instead of an id.
 POP = 'pop'
 DEAD = 'dead'
+MOVE = 'move'
+# Not a claim id: a lock held by pop, dead-lettering or a group move.
+TAKEN = (POP, DEAD, MOVE)
+GROUP_HEX_BYTES = 256
+GROUP_HASH_CHARS = 20
 
 
 def enc(value):
@@ -132,6 +154,32 @@ def expiry_obj(expires_ms, claim_id):
     return 'x/%s/%s' % (ms(expires_ms), enc(claim_id))
 
 
+def group_key(encoded):
+    """The name part of a JSON-encoded group id (see the table above)."""
+    raw = encoded.encode('utf-8')
+    return '%s.%s' % (raw[:GROUP_HEX_BYTES].hex(),
+                      hashlib.sha256(raw).hexdigest()[:GROUP_HASH_CHARS])
+
+
+def group_prefix(gk):
+    return 'g/%s/' % gk
+
+
+def group_obj(gk, position, message_id):
+    return '%s%s/%s' % (group_prefix(gk), pos(position), enc(message_id))
+
+
+def after_group(gk):
+    """A listing marker past every entry of group ``gk``."""
+    return group_prefix(gk) + '~'
+
+
+def parse_group_entry(name):
+    """(group key, position, message id) of a ``g/`` entry."""
+    _, gk, position, message_id = name.split('/')
+    return gk, int(position), parse.unquote(message_id)
+
+
 def subscription_obj(subscription_id):
     return 's/' + enc(subscription_id)
 
@@ -168,15 +216,18 @@ def parse_subscription(name):
 
 def content_type(**params):
     """A Content-Type whose parameters carry small fields (listed by
-    container listings, so indexes need no GET)."""
+    container listings, so indexes need no GET); None values are left
+    out."""
     return CONTENT_TYPE + ''.join(
-        ';%s=%s' % (key, enc(str(value))) for key, value in params.items())
+        ';%s=%s' % (key, enc(str(value))) for key, value in params.items()
+        if value is not None)
 
 
 def position_fields(entry):
     """The fields a ``p/`` listing entry carries, or None if it is not one
     of ours (then it is skipped, never trusted)."""
     fields = ct_params(entry.get('content_type'))
+    fields.setdefault('g', None)
     try:
         fields.update(e=int(fields['e']), d=int(fields['d']),
                       cr=int(fields['cr']), pos=int(entry['name'][2:]))

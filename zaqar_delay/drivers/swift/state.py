@@ -5,11 +5,13 @@ create (If-None-Match: the only way two nodes ever decide anything) or
 idempotent: index entries have deterministic names, so two nodes settling
 the same claim write the same objects and delete the same ones. A reader
 that finds an index entry whose message is gone removes the entry.
+Removing a grouped message advances its group (groups.py).
 """
 
 import json
 
 from zaqar_delay import controller
+from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 
 # Index entries settled per operation, so one call never runs unbounded.
@@ -34,6 +36,11 @@ class Message:
         self.pos = record['p']
         self.group = record.get('g')
 
+    @property
+    def gk(self):
+        """The group key (names.group_key) or None."""
+        return None if self.group is None else names.group_key(self.group)
+
     def render(self, now, claim_id=None, claim_count=0,
                include_created=False):
         message = controller.basic_message(
@@ -53,19 +60,26 @@ class QueueState:
         self.margin = expiry_margin
         # Container metadata (real project and queue names, for gc).
         self.meta = meta
+        # Grows whenever a removal advanced a group: a claim then lists
+        # a/ again, since the next member may sort before its marker.
+        self.advanced = 0
 
     # -- messages ----------------------------------------------------------
 
     def message(self, message_id, now):
         """The live message, or None (expired ones are removed)."""
+        return self.lookup(message_id, now)[0]
+
+    def lookup(self, message_id, now):
+        """(live message or None, True if it was missing, not expired)."""
         found = self.store.get_json(self.c, names.message_obj(message_id))
         if found is None:
-            return None
+            return None, True
         message = Message(message_id, *found)
         if message.expires <= now:
-            self.remove([(message.id, message.pos, None)])
-            return None
-        return message
+            self.remove([(message.id, message.pos, None, message.gk)], now)
+            return None, False
+        return message, False
 
     def delete_at(self, expires_ms):
         return {'X-Delete-At': str(expires_ms // 1000 + 1 + self.margin)}
@@ -82,19 +96,32 @@ class QueueState:
                     'Content-Type': position_type(message, keep_until)}))
         message.expires = keep_until
 
-    def remove(self, victims):
-        """Delete messages: ``victims`` are (id, position, attempts) with
-        attempts None when the locks must be listed first."""
+    def remove(self, victims, now):
+        """Delete messages: ``victims`` are (id, position, attempts, group
+        key) with attempts None when the locks must be listed first. Each
+        group that lost a member is advanced afterwards; the objects go in
+        victims' order, in one request per 1000."""
+        victims = list(victims)
+        missing = [v[0] for v in victims if v[2] is None]
+        found = dict(zip(missing, self.store.parallel(
+            lambda mid: self.latest_lock(mid)[0], missing)))
         doomed = []
-        for message_id, pos, attempts in victims:
+        for message_id, pos, attempts, gk in victims:
             if attempts is None:
-                attempts = self.latest_lock(message_id)[0]
+                attempts = found[message_id]
+            if gk is not None:
+                doomed.append(names.group_obj(gk, pos, message_id))
             doomed += [names.position_obj(pos), names.message_obj(message_id)]
             doomed += [names.lock_obj(message_id, k)
                        for k in range(1, attempts + 1)]
             doomed += [names.avail_obj(pos, message_id, k)
                        for k in range(1, attempts + 2)]
         self.store.delete_many(self.c, doomed)
+        touched = list(dict.fromkeys(v[3] for v in victims if v[3]))
+        if touched:
+            self.advanced += 1
+            self.store.parallel(lambda gk: groups.advance(self, gk, now),
+                                touched)
 
     # -- claims ------------------------------------------------------------
 
@@ -121,19 +148,31 @@ class QueueState:
     def claim_of(self, message_id, now, cache=None):
         """(claim count, live claim id or None) of a message."""
         attempts, holder = self.latest_lock(message_id)
-        if holder in (None, names.POP, names.DEAD):
+        if holder is None or holder in names.TAKEN:
             return attempts, None
         record = self.claim_record(holder, cache)
         live = record is not None and record['e'] > now
         return attempts, holder if live else None
 
-    def make_available(self, pos, message_id, attempt, due, now):
-        """File attempt ``attempt`` under ``a/`` (due) or ``d/``."""
+    def busy(self, message_id, now, cache=None):
+        """(attempts won so far, True while one is held: a live claim, a
+        pop, a dead-letter move or a group move)."""
+        attempts, holder = self.latest_lock(message_id)
+        if holder is None:
+            return attempts, False
+        if holder in names.TAKEN:
+            return attempts, True
+        record = self.claim_record(holder, cache)
+        return attempts, record is not None and record['e'] > now
+
+    def make_available(self, pos, message_id, attempt, due, now, gk=None):
+        """File attempt ``attempt`` under ``a/`` (due) or ``d/``; a
+        grouped message's entry names its group key."""
         if due > now:
             name = names.delayed_obj(due, pos, message_id, attempt)
         else:
             name = names.avail_obj(pos, message_id, attempt)
-        self.store.put(self.c, name)
+        self.store.put(self.c, name, content_type=names.content_type(g=gk))
 
     def redeliver(self, claim_id, record, ended, now):
         """Make the messages a claim still holds claimable again after the
@@ -142,9 +181,11 @@ class QueueState:
         due = ended + record['rd'] * 1000
 
         def one(member):
-            message_id, pos, attempt = member
+            message_id, pos, attempt = member[:3]
+            gk = member[3] if len(member) > 3 else None
             if self.latest_lock(message_id) == (attempt, claim_id):
-                self.make_available(pos, message_id, attempt + 1, due, now)
+                self.make_available(pos, message_id, attempt + 1, due, now,
+                                    gk)
 
         self.store.parallel(one, record['m'])
 
@@ -161,10 +202,11 @@ class QueueState:
             self.store.parallel(lambda e: self._expire(e['name'], now),
                                 hints)
         if delayed:
-            entries = [names.parse_entry(e['name']) for e in delayed]
             self.store.parallel(
-                lambda e: self.store.put(self.c, names.avail_obj(*e[1:])),
-                entries)
+                lambda e: self.store.put(
+                    self.c, names.avail_obj(*names.parse_entry(e['name'])[1:]),
+                    content_type=e.get('content_type')),
+                delayed)
             self.store.delete_many(self.c, [e['name'] for e in delayed])
 
     def _expire(self, hint, now):
@@ -188,4 +230,5 @@ def position_type(message, expires=None):
     """Content-Type of ``p/<pos>``: what stats need, without a GET."""
     return names.content_type(
         id=message.id, cr=message.created,
-        e=message.expires if expires is None else expires, d=message.due)
+        e=message.expires if expires is None else expires, d=message.due,
+        g=message.gk)

@@ -1,0 +1,147 @@
+"""Managing message groups on Swift: list, purge, move (layout: names.py,
+head rule: groups.py).
+
+Swift has no multi-object transaction, so purge and move are not atomic:
+members posted while they run are left in the queue (and become the group's
+new head). A move locks the head first (``l/<id>/<attempt>`` with
+``c=move``), so no claim can take it meanwhile, copies the group into the
+target with the same ids (a repeated copy is skipped), and only then
+deletes it here, head last; gc finishes a move whose node died midway.
+"""
+
+import json
+import math
+
+from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import errors
+from zaqar_delay import rules
+from zaqar_delay.drivers.swift import groups
+from zaqar_delay.drivers.swift import names
+
+# g/ entries read per listing request while collecting a page of groups.
+PAGE = 1000
+
+
+def list_groups(qs, now, marker, limit):
+    """Up to ``limit`` groups after the encoded id ``marker``, in the order
+    of their keys (= of their encoded ids): id, depth, head, in flight."""
+    qs.settle(now)
+    positions, locks, hints = qs.store.parallel(
+        lambda args: qs.store.listing_all(qs.c, *args),
+        [('p/',), ('l/',), ('x/', 'x/' + names.ms(now) + '0')])
+    live = set()
+    for entry in positions:
+        fields = names.position_fields(entry)
+        if fields is not None and fields['e'] > now:
+            live.add(fields['id'])
+    live_claims = {names.parse_expiry(e['name'])[1] for e in hints}
+    holder = {}
+    for entry in locks:
+        message_id, attempt = names.parse_lock(entry['name'])
+        if attempt > holder.get(message_id, (0, None))[0]:
+            holder[message_id] = (attempt, names.ct_params(
+                entry.get('content_type')).get('c'))
+    found = {}
+    after = None if marker is None else names.after_group(
+        names.group_key(marker))
+    while len(found) <= limit:
+        page = qs.store.listing(qs.c, 'g/', marker=after, limit=PAGE)
+        for entry in page:
+            gk, _, message_id = names.parse_group_entry(entry['name'])
+            if message_id not in live:
+                continue
+            group = found.get(gk)
+            if group is None:
+                group = found[gk] = {
+                    'id': json.loads(names.ct_params(
+                        entry.get('content_type'))['g']),
+                    'depth': 0, 'head': message_id,
+                    'in_flight': holder.get(message_id, (0, None))[1]
+                    in live_claims}
+            group['depth'] += 1
+        if len(page) < PAGE:
+            break
+        after = page[-1]['name']
+    return list(found.values())[:limit]
+
+
+def live_members(qs, gk, now):
+    """The group's live messages, in order (gone entries are dropped)."""
+    entries = groups.members(qs, gk)
+    read = qs.store.parallel(lambda e: qs.lookup(e[1], now), entries)
+    ghosts = [(mid, pos, None, gk)
+              for (pos, mid, _), (message, missing) in zip(entries, read)
+              if missing]
+    if ghosts:
+        qs.remove(ghosts, now)
+    return [message for message, _ in read if message is not None]
+
+
+def purge(qs, now, group):
+    """Delete every message of the group; returns how many there were."""
+    gk = names.group_key(group)
+    victims = live_members(qs, gk, now)
+    qs.remove([(m.id, m.pos, None, gk) for m in victims], now)
+    return len(victims)
+
+
+def move(driver, queue, project, group, target):
+    """Move the group to ``target``, head locked first; see the module
+    docstring. Raises GroupInFlight if its head is taken."""
+    now = driver.now_ms()
+    qs = driver.queue_state(queue, project)
+    qs.settle(now)
+    gk = names.group_key(group)
+    members = live_members(qs, gk, now)
+    if not members:
+        return 0
+    policy = driver.message_controller.policy(target, project)
+    head = members[0]
+    attempts, busy = qs.busy(head.id, now)
+    if busy or not qs.store.create(
+            qs.c, names.lock_obj(head.id, attempts + 1),
+            content_type=names.content_type(c=names.MOVE, t=target)):
+        raise errors.GroupInFlight(group=group, queue=queue)
+    transfer(driver, qs, project, members, target, policy, now)
+    return len(members)
+
+
+def transfer(driver, qs, project, members, target, policy, now):
+    """Copy ``members`` (head first) to ``target`` with their remaining
+    ttl and delay, in order, then delete them here, head last."""
+    messages = driver.message_controller
+    runs = []
+    for message in members:
+        body_json = json.dumps(message.body, ensure_ascii=False,
+                               separators=(',', ':'))
+        moved = rules.NewMessage(
+            id=message.id, ttl=max(1, math.ceil((message.expires - now)
+                                               / 1000)),
+            delay=max(0, math.ceil((message.due - now) / 1000)),
+            body=message.body, body_json=body_json,
+            group=rules.group_or_none(message.body, policy))
+        if runs and runs[-1][0] == message.client:
+            runs[-1][1].append(moved)
+        else:
+            runs.append((message.client, [moved]))
+    # One insert per run of one poster's messages: positions keep order.
+    for client_uuid, batch in runs:
+        messages._insert(target, project, batch, client_uuid)
+    qs.remove([(m.id, m.pos, None, m.gk) for m in members[1:] + members[:1]],
+              now)
+
+
+def finish_move(driver, qs, project, head, target, now):
+    """gc: finish a move whose node died after locking ``head``."""
+    try:
+        policy = driver.message_controller.policy(target, project)
+    except storage_errors.QueueDoesNotExist:
+        # Nowhere to go: give the head back to its group.
+        attempts = qs.latest_lock(head.id)[0]
+        qs.make_available(head.pos, head.id, attempts + 1, now, now,
+                          head.gk)
+        return
+    members = live_members(qs, head.gk, now)
+    members = [head] + [m for m in members if m.id != head.id]
+    transfer(driver, qs, project, members, target, policy, now)
