@@ -3,8 +3,7 @@
 import pytest
 from zaqar.storage import errors as storage_errors
 
-from tests.contract.helpers import (CLIENT, bodies, claim, claimed_bodies,
-                                    listed, post, stats)
+from tests.contract.helpers import CLIENT, claim, listed, post, stats
 from zaqar_delay import errors
 
 GROUPED = {'_message_group_key': 'g'}

@@ -8,7 +8,6 @@ messages in the same order and agree on how many are left.
 
 import uuid
 
-import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize,

@@ -40,7 +40,6 @@ def adapt_mongomock():
     global _adapted
     if _adapted:
         return
-    import mongomock
     from mongomock import collection, database
 
     original_command = database.Database.command

@@ -1,26 +1,16 @@
-"""Fixtures of the MongoDB-specific tests: the MongoDB driver only."""
+"""Fixtures of the MongoDB-only tests, which use the shared fixtures
+(driver, clock, make_queue) on the MongoDB backend alone."""
 
 import sys
 
 import pytest
 
-from tests import backends
 from tests.factories import mongodb as mongodb_factory
 
 
 @pytest.fixture
-def driver(request, conf):
-    data_driver = mongodb_factory.make_driver(request, conf)
-    yield data_driver
-    data_driver.close()
-
-
-@pytest.fixture
-def clock(driver):
-    fake = backends.FakeClock()
-    driver.use_clock(fake)
-    yield fake
-    driver.use_clock(None)
+def backend_name():
+    return 'mongodb'
 
 
 @pytest.fixture

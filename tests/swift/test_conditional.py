@@ -7,8 +7,8 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.swift import names
 
 
-def test_racing_creators_of_one_object_have_one_winner(swift_driver, project):
-    store = swift_driver.store
+def test_racing_creators_of_one_object_have_one_winner(driver, project):
+    store = driver.store
     container = names.container(names.MESSAGES, 'race', project)
     for round_ in range(5):
         wins, start = [], threading.Barrier(6)
@@ -25,9 +25,9 @@ def test_racing_creators_of_one_object_have_one_winner(swift_driver, project):
         assert wins.count(True) == 1, wins
 
 
-def test_a_lost_reply_to_a_winning_put_still_wins(swift_driver, project,
+def test_a_lost_reply_to_a_winning_put_still_wins(driver, project,
                                                   monkeypatch):
-    store = swift_driver.store
+    store = driver.store
     container = names.container(names.MESSAGES, 'lost', project)
     real_put = store.put
 
@@ -41,45 +41,45 @@ def test_a_lost_reply_to_a_winning_put_still_wins(swift_driver, project,
     assert store.create(container, 'l/y/1') is False
 
 
-def test_taken_positions_are_skipped_in_order(swift_driver, swift_queue,
-                                              project, swift_clock):
-    queue = swift_queue()
-    qs = swift_driver.queue_state(queue, project)
-    base = swift_clock.now_ms * 1000
+def test_taken_positions_are_skipped_in_order(driver, make_queue,
+                                              project, clock):
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    base = clock.now_ms * 1000
     # Another node holds every position this post could first pick.
     for offset in range(0, 1000, 1):
         if offset % 100 == 0:
-            swift_driver.store.put(qs.c, names.position_obj(base + offset))
-    post(swift_driver, queue, project, 'a', 'b', 'c')
-    assert bodies(listed(swift_driver, queue, project)) == ['a', 'b', 'c']
-    markers = [int(m['marker']) for m in listed(swift_driver, queue,
+            driver.store.put(qs.c, names.position_obj(base + offset))
+    post(driver, queue, project, 'a', 'b', 'c')
+    assert bodies(listed(driver, queue, project)) == ['a', 'b', 'c']
+    markers = [int(m['marker']) for m in listed(driver, queue,
                                                  project)]
     assert markers == sorted(markers) and min(markers) > base
 
 
-def test_a_retried_post_does_not_duplicate(swift_driver, swift_queue,
+def test_a_retried_post_does_not_duplicate(driver, make_queue,
                                            project):
-    queue = swift_queue()
+    queue = make_queue()
     message = rules.NewMessage(id='0f0f0f0f-0000-4000-8000-000000000001',
                                ttl=60, delay=0, body='once',
                                body_json='"once"')
-    messages = swift_driver.message_controller
+    messages = driver.message_controller
     messages._insert(queue, project, [message], str(CLIENT))
     messages._insert(queue, project, [message], str(CLIENT))
-    assert bodies(listed(swift_driver, queue, project)) == ['once']
+    assert bodies(listed(driver, queue, project)) == ['once']
     assert messages._stats(queue, project)['total'] == 1
 
 
-def test_claimers_in_threads_never_share_a_message(swift_driver, swift_queue,
+def test_claimers_in_threads_never_share_a_message(driver, make_queue,
                                                    project):
-    queue = swift_queue()
-    post(swift_driver, queue, project, *range(20))
+    queue = make_queue()
+    post(driver, queue, project, *range(20))
     got, start = [], threading.Barrier(4)
 
     def consume():
         start.wait()
         for _ in range(4):
-            got.extend(m['id'] for m in claim(swift_driver, queue, project,
+            got.extend(m['id'] for m in claim(driver, queue, project,
                                               limit=3)[1])
 
     threads = [threading.Thread(target=consume) for _ in range(4)]

@@ -36,205 +36,205 @@ def test_group_keys_keep_order_and_stay_small():
     assert names.group_key(long_a) != names.group_key(long_b)
 
 
-def test_odd_group_ids_never_bend_object_names(swift_driver, swift_queue,
+def test_odd_group_ids_never_bend_object_names(driver, make_queue,
                                                project):
-    queue = swift_queue(GROUPED)
+    queue = make_queue(GROUPED)
     for n in (1, 2):
-        post(swift_driver, queue, project,
+        post(driver, queue, project,
              *[{'g': g, 'n': n} for g in ODD_IDS])
-    qs = swift_driver.queue_state(queue, project)
-    every = objects(swift_driver, qs)
+    qs = driver.queue_state(queue, project)
+    every = objects(driver, qs)
     assert all(len(name.encode()) <= 1024 for name in every)
-    entries = objects(swift_driver, qs, 'g/')
+    entries = objects(driver, qs, 'g/')
     assert len(entries) == 2 * len(ODD_IDS)
     for name in entries:
         gk, _, _ = names.parse_group_entry(name)   # exactly 4 parts
         assert set(gk) <= set('0123456789abcdef.')
     # Only heads are ready: one a/ entry per group, each naming its group.
-    ready = swift_driver.store.listing_all(qs.c, 'a/')
+    ready = driver.store.listing_all(qs.c, 'a/')
     assert len(ready) == len(ODD_IDS)
     assert len({names.ct_params(e['content_type'])['g']
                 for e in ready}) == len(ODD_IDS)
-    listed_groups = list(next(swift_driver.message_controller.list_groups(
+    listed_groups = list(next(driver.message_controller.list_groups(
         queue, project=project, limit=100)))
     assert [g['id'] for g in listed_groups] == sorted(
         ODD_IDS, key=rules.encode_group_id)
     assert {g['depth'] for g in listed_groups} == {2}
-    _, got = claim(swift_driver, queue, project, limit=100)
+    _, got = claim(driver, queue, project, limit=100)
     assert sorted(m['body']['n'] for m in got) == [1] * len(ODD_IDS)
 
 
-def test_a_claim_reads_heads_only(swift_driver, swift_queue, project,
+def test_a_claim_reads_heads_only(driver, make_queue, project,
                                   monkeypatch):
-    queue = swift_queue(GROUPED)
-    post(swift_driver, queue, project, *[{'g': 'a', 'n': n}
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, *[{'g': 'a', 'n': n}
                                          for n in range(30)])
-    post(swift_driver, queue, project, {'g': 'b', 'n': 0})
-    qs = swift_driver.queue_state(queue, project)
-    assert len(objects(swift_driver, qs, 'a/')) == 2
+    post(driver, queue, project, {'g': 'b', 'n': 0})
+    qs = driver.queue_state(queue, project)
+    assert len(objects(driver, qs, 'a/')) == 2
     read = []
-    real = swift_driver.store.get_json
-    monkeypatch.setattr(swift_driver.store, 'get_json',
+    real = driver.store.get_json
+    monkeypatch.setattr(driver.store, 'get_json',
                         lambda c, name: read.append(name) or real(c, name))
-    _, got = claim(swift_driver, queue, project, limit=10)
+    _, got = claim(driver, queue, project, limit=10)
     assert [m['body'] for m in got] == [{'g': 'a', 'n': 0},
                                         {'g': 'b', 'n': 0}]
     assert len([n for n in read if n.startswith('m/')]) == 2
 
 
 def test_a_member_filed_out_of_turn_is_not_handed_out(
-        swift_driver, swift_queue, project, swift_clock):
+        driver, make_queue, project, clock):
     """Two posts crossed and both members got filed: the claim check
     still hands out the first member only, one at a time."""
-    queue = swift_queue(GROUPED)
-    ids = post(swift_driver, queue, project, {'g': 'a', 'n': 1},
+    queue = make_queue(GROUPED)
+    ids = post(driver, queue, project, {'g': 'a', 'n': 1},
                {'g': 'a', 'n': 2})
-    qs = swift_driver.queue_state(queue, project)
-    second = swift_driver.message_controller._get_many(queue, project,
+    qs = driver.queue_state(queue, project)
+    second = driver.message_controller._get_many(queue, project,
                                                        [ids[1]])[0]
     qs.make_available(int(second['marker']), ids[1], 1,
-                      swift_clock.now_ms, swift_clock.now_ms,
+                      clock.now_ms, clock.now_ms,
                       names.group_key(rules.encode_group_id('a')))
-    claim_id, got = claim(swift_driver, queue, project)
+    claim_id, got = claim(driver, queue, project)
     assert [m['id'] for m in got] == [ids[0]]
-    assert claim(swift_driver, queue, project) == (None, [])
-    swift_driver.message_controller.delete(queue, ids[0], project=project,
+    assert claim(driver, queue, project) == (None, [])
+    driver.message_controller.delete(queue, ids[0], project=project,
                                            claim=claim_id)
-    assert [m['id'] for m in claim(swift_driver, queue, project)[1]] == [
+    assert [m['id'] for m in claim(driver, queue, project)[1]] == [
         ids[1]]
 
 
 def test_a_late_member_waits_for_the_one_in_flight(
-        swift_driver, swift_queue, project, monkeypatch):
+        driver, make_queue, project, monkeypatch):
     """A post that lands with a position below a member already claimed
     (clocks, slow request) is not filed until that member leaves."""
-    queue = swift_queue(GROUPED)
-    messages = swift_driver.message_controller
-    first = post(swift_driver, queue, project, {'g': 'a', 'n': 'early'})[0]
-    claim_id, _ = claim(swift_driver, queue, project)
+    queue = make_queue(GROUPED)
+    messages = driver.message_controller
+    first = post(driver, queue, project, {'g': 'a', 'n': 'early'})[0]
+    claim_id, _ = claim(driver, queue, project)
     early_pos = int(messages.get(queue, first, project=project)['marker'])
     real = messages._allocate
 
     def behind(qs, stored, now):
         real(qs, stored, now)
-        swift_driver.store.delete(qs.c, names.position_obj(stored[0].pos))
+        driver.store.delete(qs.c, names.position_obj(stored[0].pos))
         stored[0].pos = early_pos - 1
         messages._take_position(qs, stored[0])
 
     monkeypatch.setattr(messages, '_allocate', behind)
-    late = post(swift_driver, queue, project, {'g': 'a', 'n': 'late'})[0]
+    late = post(driver, queue, project, {'g': 'a', 'n': 'late'})[0]
     monkeypatch.undo()
-    assert claim(swift_driver, queue, project) == (None, [])
+    assert claim(driver, queue, project) == (None, [])
     messages.delete(queue, first, project=project, claim=claim_id)
-    assert [m['id'] for m in claim(swift_driver, queue, project)[1]] == [
+    assert [m['id'] for m in claim(driver, queue, project)[1]] == [
         late]
 
 
 def test_crash_between_removing_a_head_and_filing_the_next(
-        swift_driver, swift_queue, project, monkeypatch):
-    queue = swift_queue(GROUPED)
-    ids = post(swift_driver, queue, project,
+        driver, make_queue, project, monkeypatch):
+    queue = make_queue(GROUPED)
+    ids = post(driver, queue, project,
                *[{'g': 'a', 'n': n} for n in range(3)], {'g': 'b', 'n': 0})
-    claim_id, got = claim(swift_driver, queue, project, limit=1)
+    claim_id, got = claim(driver, queue, project, limit=1)
     assert [m['id'] for m in got] == [ids[0]]
     # The node dies right after its bulk delete of the head.
     monkeypatch.setattr(groups, 'advance', lambda *args, **kw: None)
-    swift_driver.message_controller.delete(queue, ids[0], project=project,
+    driver.message_controller.delete(queue, ids[0], project=project,
                                            claim=claim_id)
     monkeypatch.undo()
     # Nothing lost or reordered, but group a is stuck...
-    assert [m['body'] for m in claim(swift_driver, queue, project)[1]] == [
+    assert [m['body'] for m in claim(driver, queue, project)[1]] == [
         {'g': 'b', 'n': 0}]
-    assert claim(swift_driver, queue, project) == (None, [])
-    assert bodies(listed(swift_driver, queue, project)) == [
+    assert claim(driver, queue, project) == (None, [])
+    assert bodies(listed(driver, queue, project)) == [
         {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2}]
     # ...until gc re-derives its head from the member listing.
-    swift_driver.gc()
+    driver.gc()
     for n in (1, 2):
-        claim_id, got = claim(swift_driver, queue, project)
+        claim_id, got = claim(driver, queue, project)
         assert [m['id'] for m in got] == [ids[n]]
-        swift_driver.message_controller.delete(queue, ids[n],
+        driver.message_controller.delete(queue, ids[n],
                                                project=project,
                                                claim=claim_id)
-    assert stats(swift_driver, queue, project)['total'] == 1
+    assert stats(driver, queue, project)['total'] == 1
 
 
 def test_a_half_removed_head_is_finished_by_the_next_claim(
-        swift_driver, swift_queue, project):
+        driver, make_queue, project):
     """A bulk delete that removed the message but not its index entries
     (a/ and g/): the claim that meets it finishes the removal."""
-    queue = swift_queue(GROUPED)
-    ids = post(swift_driver, queue, project, {'g': 'a', 'n': 1},
+    queue = make_queue(GROUPED)
+    ids = post(driver, queue, project, {'g': 'a', 'n': 1},
                {'g': 'a', 'n': 2})
-    qs = swift_driver.queue_state(queue, project)
-    swift_driver.store.delete_many(qs.c, [names.message_obj(ids[0])] + [
-        n for n in objects(swift_driver, qs, 'p/')][:1])
-    assert [m['id'] for m in claim(swift_driver, queue, project)[1]] == [
+    qs = driver.queue_state(queue, project)
+    driver.store.delete_many(qs.c, [names.message_obj(ids[0])] + [
+        n for n in objects(driver, qs, 'p/')][:1])
+    assert [m['id'] for m in claim(driver, queue, project)[1]] == [
         ids[1]]
-    assert len(objects(swift_driver, qs, 'g/')) == 1
+    assert len(objects(driver, qs, 'g/')) == 1
 
 
 def test_crash_between_storing_a_message_and_its_group_entry(
-        swift_driver, swift_queue, project, swift_clock, monkeypatch):
-    queue = swift_queue(GROUPED)
+        driver, make_queue, project, clock, monkeypatch):
+    queue = make_queue(GROUPED)
     monkeypatch.setattr(groups, "join", lambda *args: None)
-    lost = post(swift_driver, queue, project, {'g': 'a', 'n': 1})[0]
+    lost = post(driver, queue, project, {'g': 'a', 'n': 1})[0]
     monkeypatch.undo()
-    assert claim(swift_driver, queue, project) == (None, [])
-    swift_clock.advance(61)
-    swift_driver.gc()
-    assert [m['id'] for m in claim(swift_driver, queue, project)[1]] == [
+    assert claim(driver, queue, project) == (None, [])
+    clock.advance(61)
+    driver.gc()
+    assert [m['id'] for m in claim(driver, queue, project)[1]] == [
         lost]
 
 
-def test_gc_finishes_a_move_whose_node_died(swift_driver, swift_queue,
-                                            project, swift_clock,
+def test_gc_finishes_a_move_whose_node_died(driver, make_queue,
+                                            project, clock,
                                             monkeypatch):
-    target = swift_queue(GROUPED, name='target')
-    queue = swift_queue(GROUPED)
-    ids = post(swift_driver, queue, project,
+    target = make_queue(GROUPED, name='target')
+    queue = make_queue(GROUPED)
+    ids = post(driver, queue, project,
                *[{'g': 'a', 'n': n} for n in range(3)])
-    qs = swift_driver.queue_state(queue, project)
+    qs = driver.queue_state(queue, project)
 
     def die(*args, **kwargs):
         raise SystemExit('node died')
 
     # The node locks the head, copies the group, and dies before deleting.
     monkeypatch.setattr(qs, 'remove', die)
-    monkeypatch.setattr(swift_driver, 'queue_state', lambda q, p: qs)
+    monkeypatch.setattr(driver, 'queue_state', lambda q, p: qs)
     with pytest.raises(SystemExit):
-        swift_driver.message_controller.move_group(queue, 'a', target,
+        driver.message_controller.move_group(queue, 'a', target,
                                                    project=project)
     monkeypatch.undo()
-    assert claim(swift_driver, queue, project) == (None, [])
-    swift_clock.advance(120)
-    swift_driver.gc()
-    assert [m['id'] for m in listed(swift_driver, target, project)] == ids
-    assert stats(swift_driver, queue, project)['total'] == 0
-    assert [m['id'] for m in claim(swift_driver, target, project)[1]] == [
+    assert claim(driver, queue, project) == (None, [])
+    clock.advance(120)
+    driver.gc()
+    assert [m['id'] for m in listed(driver, target, project)] == ids
+    assert stats(driver, queue, project)['total'] == 0
+    assert [m['id'] for m in claim(driver, target, project)[1]] == [
         ids[0]]
 
 
-def test_purge_and_move_clean_every_object(swift_driver, swift_queue,
+def test_purge_and_move_clean_every_object(driver, make_queue,
                                            project):
-    target = swift_queue(GROUPED, name='target')
-    queue = swift_queue(dict(GROUPED, _default_message_delay=30))
-    post(swift_driver, queue, project, {'g': 'a', 'n': 1},
+    target = make_queue(GROUPED, name='target')
+    queue = make_queue(dict(GROUPED, _default_message_delay=30))
+    post(driver, queue, project, {'g': 'a', 'n': 1},
          {'g': 'b', 'n': 1}, {'g': 'a', 'n': 2}, {'g': 'b', 'n': 2})
-    messages = swift_driver.message_controller
+    messages = driver.message_controller
     assert messages.purge_group(queue, 'a', project=project) == 2
     assert messages.move_group(queue, 'b', target, project=project) == 2
-    qs = swift_driver.queue_state(queue, project)
+    qs = driver.queue_state(queue, project)
     # Delayed heads leave their d/ entry (its name holds the due time); it
     # points at nothing and is dropped when it comes due, as for any
     # deleted delayed message.
-    assert [n for n in objects(swift_driver, qs) if n[:2] != 'd/'] == []
-    assert len(objects(swift_driver, qs, 'd/')) == 2
-    moved = listed(swift_driver, target, project, include_delayed=True)
+    assert [n for n in objects(driver, qs) if n[:2] != 'd/'] == []
+    assert len(objects(driver, qs, 'd/')) == 2
+    moved = listed(driver, target, project, include_delayed=True)
     assert [m['body'] for m in moved] == [{'g': 'b', 'n': 1},
                                           {'g': 'b', 'n': 2}]
-    target_qs = swift_driver.queue_state(target, project)
-    delayed = objects(swift_driver, target_qs, 'd/')
+    target_qs = driver.queue_state(target, project)
+    delayed = objects(driver, target_qs, 'd/')
     assert len(delayed) == 1 and moved[0]['id'] in delayed[0]
-    entry = swift_driver.store.listing(target_qs.c, 'g/')[0]
+    entry = driver.store.listing(target_qs.c, 'g/')[0]
     assert json.loads(names.ct_params(entry['content_type'])['g']) == 'b'

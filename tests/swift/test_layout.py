@@ -51,14 +51,14 @@ def test_uri_forms():
 
 
 def test_objects_of_a_posted_delayed_and_claimed_message(
-        swift_driver, swift_queue, project, swift_clock):
-    queue = swift_queue({'_default_message_delay': 30})
-    ready, later = (post(swift_driver, queue, project, 'r', delay=0)[0],
-                    post(swift_driver, queue, project, 'l')[0])
-    qs = swift_driver.queue_state(queue, project)
+        driver, make_queue, project, clock):
+    queue = make_queue({'_default_message_delay': 30})
+    ready, later = (post(driver, queue, project, 'r', delay=0)[0],
+                    post(driver, queue, project, 'l')[0])
+    qs = driver.queue_state(queue, project)
 
     def objects():
-        return [e['name'] for e in swift_driver.store.listing_all(qs.c, '')]
+        return [e['name'] for e in driver.store.listing_all(qs.c, '')]
 
     listed = objects()
     assert sum(n.startswith('p/') for n in listed) == 2
@@ -67,23 +67,23 @@ def test_objects_of_a_posted_delayed_and_claimed_message(
         '/%s/1' % ready)
     assert [n for n in listed if n.startswith('d/')][0].endswith(
         '/%s/1' % later)
-    claim_id, messages = claim(swift_driver, queue, project)
+    claim_id, messages = claim(driver, queue, project)
     listed = objects()
     assert [m['id'] for m in messages] == [ready]
     assert 'l/%s/1' % ready in listed and 'c/' + claim_id in listed
     assert [n for n in listed if n.startswith('x/')][0].endswith(claim_id)
     assert not [n for n in listed if n.startswith('a/')]
-    meta = swift_driver.store.container_meta(qs.c)
+    meta = driver.store.container_meta(qs.c)
     assert meta == {'project': project, 'queue': queue}
 
 
-def test_positions_are_increasing_and_zero_padded(swift_driver, swift_queue,
+def test_positions_are_increasing_and_zero_padded(driver, make_queue,
                                                   project):
-    queue = swift_queue()
+    queue = make_queue()
     for n in range(3):
-        post(swift_driver, queue, project, n, n + 10)
-    qs = swift_driver.queue_state(queue, project)
-    positions = [e['name'] for e in swift_driver.store.listing(qs.c, 'p/')]
+        post(driver, queue, project, n, n + 10)
+    qs = driver.queue_state(queue, project)
+    positions = [e['name'] for e in driver.store.listing(qs.c, 'p/')]
     assert len(positions) == 6
     assert all(len(p) == 2 + names.POS_DIGITS for p in positions)
     values = [int(p[2:]) for p in positions]
