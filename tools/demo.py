@@ -1,4 +1,5 @@
-"""A local Zaqar on the zaqar-delay Redis driver, and a short tour of it.
+"""A local Zaqar on the zaqar-delay Redis driver, and a short tour of it:
+delayed delivery, bad input, message groups and dead-lettering.
 
 Starts its own redis-server and ``zaqar-server`` on free loopback ports,
 then talks to Zaqar's unchanged v2 REST API as any client would.
@@ -70,6 +71,27 @@ def tour(api):
                           json={'messages': [{'ttl': 300, 'body': 'x',
                                               'delay': True}]}, timeout=10)
     print('delay=true ->', reply.status_code, reply.json()['description'])
+
+    show('Message groups: one message per cart at a time, in order')
+    api('PUT', 'carts', json={'_message_group_key': 'cart'})
+    api('POST', 'carts/messages', json={'messages': [
+        {'ttl': 300, 'body': {'cart': 'c1', 'op': 'add apples'}},
+        {'ttl': 300, 'body': {'cart': 'c1', 'op': 'remove apples'}},
+        {'ttl': 300, 'body': {'cart': 'c2', 'op': 'add pears'}},
+        {'ttl': 300, 'body': {'note': 'no cart: never blocked'}},
+    ]})
+    first = api('POST', 'carts/claims', params={'limit': 10},
+                json={'ttl': 60, 'grace': 60})
+    print('consumer A claims:', bodies(first['messages']))
+    print('consumer B claims:', api('POST', 'carts/claims', json={
+        'ttl': 60, 'grace': 60}), '(c1 waits for its first message)')
+    stats = api('GET', 'carts/stats')['messages']
+    print('stats:             groups={groups} in flight={groups_in_flight}'
+          .format(**stats))
+    api('DELETE', first['messages'][0]['href'].split('/queues/', 1)[1])
+    print('A deletes', first['messages'][0]['body'], '-> B claims:',
+          bodies(api('POST', 'carts/claims', json={
+              'ttl': 60, 'grace': 60})['messages']))
 
     show('Bounded redelivery: 2 attempts, then the dead-letter queue')
     api('PUT', 'dead', json={})
