@@ -132,3 +132,16 @@ def test_claim_ids_are_fresh_uuids(driver, project):
     first, _ = claim(driver, 'q', project, limit=1)
     second, _ = claim(driver, 'q', project, limit=1)
     assert first != second and uuid.UUID(first) and uuid.UUID(second)
+
+
+def test_ended_claims_leave_the_claim_index_without_gc(driver, raw, project,
+                                                       clock):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, *range(5))
+    for _ in range(5):
+        claim(driver, 'q', project, limit=1, ttl=60)
+    claims_key = keys.queue_keys('q', project)[6]
+    assert raw.zcard(claims_key) == 5
+    clock.advance(60)
+    claim(driver, 'q', project, limit=1)
+    assert raw.zcard(claims_key) == 1

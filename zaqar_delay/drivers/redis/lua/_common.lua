@@ -111,9 +111,11 @@ local function promote_due()
   end
 end
 
+-- Ended claims leave the claim index (their hashes expire by themselves).
 local function refresh()
   release_expired_claims()
   promote_due()
+  redis.call('ZREMRANGEBYSCORE', CLAIMS, '-inf', NOW)
 end
 
 -- Drop up to `batch` expired messages (all of them when batch is nil).

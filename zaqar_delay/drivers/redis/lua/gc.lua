@@ -1,10 +1,9 @@
--- Settle a queue: redeliver expired claims, promote due messages, drop up to
--- ARGV[3] expired messages, forget ended claims.
+-- Settle a queue: redeliver expired claims, promote due messages, forget
+-- ended claims, drop up to ARGV[3] expired messages.
 -- ARGV[4] age (ms) after which an outbox entry is considered abandoned.
 -- Returns {dropped count, {abandoned outbox ids...}}.
 refresh()
 local dropped = purge_expired(tonumber(ARGV[3]))
-redis.call('ZREMRANGEBYSCORE', CLAIMS, '-inf', NOW)
 local abandoned = {}
 for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, -1)) do
   local since = redis.call('HGET', mkey(id), 'ob')
