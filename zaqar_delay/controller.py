@@ -56,8 +56,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def post(self, queue, messages, client_uuid, project=None):
         policy = self.policy(queue, project)
-        prepared = rules.prepare_messages(messages, policy,
-                                          self._limits.max_message_delay)
+        prepared = rules.prepare_messages(
+            messages, policy, self._limits.max_message_delay,
+            checksum=self.driver.conf.enable_checksum)
         self._insert(queue, project, prepared, str(client_uuid))
         return [message.id for message in prepared]
 
@@ -65,8 +66,13 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
              limit=storage.DEFAULT_MESSAGES_PER_PAGE, echo=False,
              client_uuid=None, include_claimed=False, include_delayed=False):
         rules.check_limit(limit)
+        position = _parse_marker(marker)
+        if position is _UNKNOWN_MARKER:
+            yield iter([])
+            yield marker
+            return
         messages, next_marker = self._list(
-            queue, project, _parse_marker(marker), limit, bool(echo),
+            queue, project, position, limit, bool(echo),
             None if client_uuid is None else str(client_uuid),
             bool(include_claimed), bool(include_delayed))
         yield iter(messages)
@@ -92,6 +98,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         return iter(self._get_many(queue, project, list(message_ids)))
 
     def delete(self, queue, message_id, project=None, claim=None):
+        if claim is not None and not rules.is_claim_id(claim):
+            raise storage_errors.ClaimDoesNotExist(claim, queue, project)
         self._delete(queue, project, message_id, claim)
 
     def bulk_delete(self, queue, message_ids, project=None, claim_ids=None):
@@ -100,7 +108,12 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def pop(self, queue, limit, project=None):
         rules.check_limit(limit)
-        return self._pop(queue, project, limit, self.policy(queue, project))
+        try:
+            policy = self.policy(queue, project)
+        except storage_errors.QueueDoesNotExist:
+            # As Zaqar's drivers: nothing to pop from a queue that is not.
+            return []
+        return self._pop(queue, project, limit, policy)
 
     # -- message groups (SPEC §4) -------------------------------------------
 
@@ -210,7 +223,11 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
                limit=storage.DEFAULT_MESSAGES_PER_CLAIM):
         ttl, grace = rules.check_claim_metadata(metadata)
         rules.check_limit(limit)
-        policy = self.driver.message_controller.policy(queue, project)
+        try:
+            policy = self.driver.message_controller.policy(queue, project)
+        except storage_errors.QueueDoesNotExist:
+            # As Zaqar's drivers: an empty claim (204), not an error.
+            return None, iter([])
         claim_id, messages = self._claim(queue, project, ttl, grace, limit,
                                          policy)
         if not messages:
@@ -218,18 +235,22 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
         return claim_id, messages
 
     def get(self, queue, claim_id, project=None):
-        found = self._get_claim(queue, project, claim_id)
+        found = (self._get_claim(queue, project, claim_id)
+                 if rules.is_claim_id(claim_id) else None)
         if found is None:
             raise storage_errors.ClaimDoesNotExist(claim_id, queue, project)
         return found
 
     def update(self, queue, claim_id, metadata, project=None):
+        if not rules.is_claim_id(claim_id):
+            raise storage_errors.ClaimDoesNotExist(claim_id, queue, project)
         ttl, grace = rules.check_claim_metadata(metadata)
         if not self._renew(queue, project, claim_id, ttl, grace):
             raise storage_errors.ClaimDoesNotExist(claim_id, queue, project)
 
     def delete(self, queue, claim_id, project=None):
-        self._release(queue, project, claim_id)
+        if rules.is_claim_id(claim_id):
+            self._release(queue, project, claim_id)
 
     @abc.abstractmethod
     def _claim(self, queue, project, ttl, grace, limit, policy):
@@ -251,31 +272,45 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
         redelivery delay). Unknown claims are ignored."""
 
 
+# A marker that no listing of ours returned: Zaqar's drivers list nothing
+# after it (an empty page), so ours do too, without asking the store.
+_UNKNOWN_MARKER = object()
+
+
 def _parse_marker(marker):
-    """Markers are positions; anything else is refused, never interpreted."""
+    """Markers are positions; anything else is never interpreted."""
     if marker is None or marker == '':
         return None
     try:
         position = int(marker)
     except (TypeError, ValueError):
-        position = -1
-    if position < 0:
-        raise errors.invalid_field('marker', marker,
-                                   'a marker returned by a previous listing')
-    return position
+        return _UNKNOWN_MARKER
+    return position if position >= 0 else _UNKNOWN_MARKER
 
 
-def basic_message(message_id, body, ttl_s, created_ms, now_ms, claim_id=None,
-                  claim_count=0, include_created=False):
-    """The message dict Zaqar's transport renders."""
-    message = {
-        'id': message_id,
-        'ttl': ttl_s,
-        'age': max(0, (now_ms - created_ms) // 1000),
-        'body': body,
-        'claim_id': claim_id,
-        'claim_count': claim_count,
-    }
+class StoredMessage(dict):
+    """Zaqar's message dict, plus the message's position in its queue
+    (the list marker), which Zaqar's contract does not show as a key."""
+
+    __slots__ = ('position',)
+
+
+def basic_message(message_id, body, ttl_s, created_ms, now_ms, position,
+                  claim_id=None, claim_count=0, include_created=False,
+                  checksum=None):
+    """The message dict Zaqar's transport renders: the keys of Zaqar's own
+    drivers, ``checksum`` only for messages stored with one."""
+    message = StoredMessage(
+        id=message_id,
+        ttl=ttl_s,
+        age=max(0, (now_ms - created_ms) // 1000),
+        body=body,
+        claim_id=claim_id,
+        claim_count=claim_count,
+    )
+    message.position = int(position)
+    if checksum:
+        message['checksum'] = checksum
     if include_created:
         message['created'] = _iso(created_ms)
     return message

@@ -9,6 +9,8 @@ import dataclasses
 import json
 import uuid
 
+from zaqar.storage import utils as storage_utils
+
 from zaqar_delay import errors
 
 # Queue metadata keys that zaqar-delay reads, besides Zaqar's own.
@@ -18,6 +20,8 @@ MAX_CLAIM_COUNT = '_max_claim_count'
 DEAD_LETTER_QUEUE = '_dead_letter_queue'
 DEAD_LETTER_TTL = '_dead_letter_queue_messages_ttl'
 REDELIVERY_DELAY = '_redelivery_delay'
+# Zaqar's own: its transport encrypts bodies before a driver sees them.
+ENCRYPTED = '_enable_encrypt_messages'
 
 # A JSON body key is data; this bound only keeps a typo from naming a
 # 10 MB "key". Zaqar's queue metadata is itself capped at 64 KiB.
@@ -100,6 +104,13 @@ class QueuePolicy:
                 GROUP_KEY, group_key,
                 'a body key of 1 to {} characters'.format(
                     MAX_GROUP_KEY_LENGTH))
+        if group_key is not None and get(ENCRYPTED) is True:
+            # The group id would be read from a body the driver only ever
+            # sees encrypted; refusing beats silently losing group order.
+            raise errors.InvalidInput(
+                '{} cannot be used on a queue with {}: message groups '
+                'read the body, which Zaqar encrypts before storing '
+                'it'.format(GROUP_KEY, ENCRYPTED))
         return cls(default_delay=default_delay or 0,
                    group_key=group_key or None,
                    max_claim_count=max_claims or 0,
@@ -118,6 +129,7 @@ class NewMessage:
     body: object
     body_json: str
     group: str = None
+    checksum: str = None
 
 
 def effective_delay(message, policy, max_delay):
@@ -181,8 +193,12 @@ def group_or_none(body, policy):
         return None
 
 
-def prepare_messages(messages, policy, max_delay):
-    """Validate posted messages; raise before anything is stored."""
+def prepare_messages(messages, policy, max_delay, checksum=False):
+    """Validate posted messages; raise before anything is stored.
+
+    With ``checksum``, each message gets the body checksum Zaqar's own
+    drivers store (``MD5:<hex>``, Zaqar's ``enable_checksum``).
+    """
     messages = list(messages)
     if not messages:
         raise errors.InvalidInput('at least one message must be posted')
@@ -194,7 +210,7 @@ def prepare_messages(messages, policy, max_delay):
         ttl = message.get('ttl')
         if not is_strict_int(ttl) or ttl < 1:
             raise errors.invalid_field('ttl', ttl, 'a positive integer')
-        body = message['body']
+        body = _storable_body(index, message['body'])
         try:
             body_json = json.dumps(body, ensure_ascii=False,
                                    allow_nan=False, separators=(',', ':'))
@@ -207,8 +223,25 @@ def prepare_messages(messages, policy, max_delay):
             delay=effective_delay(message, policy, max_delay),
             body=body,
             body_json=body_json,
-            group=group_of(body, policy)))
+            group=group_of(body, policy),
+            checksum=(storage_utils.get_checksum(message['body'])
+                      if checksum else None)))
     return prepared
+
+
+def _storable_body(index, body):
+    """The body as JSON can hold it. Zaqar's transport hands encrypted
+    bodies over as base64 bytes; they are kept as that (ASCII) text, which
+    its decryption reads back unchanged."""
+    if not isinstance(body, bytes):
+        return body
+    try:
+        return body.decode('ascii')
+    except UnicodeDecodeError:
+        raise errors.InvalidInput(
+            'message {} body is bytes that are not ASCII text; only JSON '
+            'and Zaqar\'s base64-encrypted bodies can be stored'.format(
+                index))
 
 
 def check_claim_metadata(metadata):
@@ -223,6 +256,15 @@ def check_claim_metadata(metadata):
         raise errors.invalid_field('claim grace', grace,
                                    'a non-negative integer')
     return ttl, grace
+
+
+def is_claim_id(value):
+    """True for a claim id of the form our drivers hand out (a UUID);
+    anything else names no claim and never reaches a store."""
+    try:
+        return isinstance(value, str) and str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
 
 
 def check_limit(limit, field='limit'):

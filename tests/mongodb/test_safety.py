@@ -107,7 +107,7 @@ def test_same_queue_name_in_two_projects_is_two_queues(driver, project):
     assert driver.message_controller._stats('q', project)['total'] == 2
     assert driver.message_controller._stats('q', other)['total'] == 0
     # Positions are per queue: each project's queue starts at 1.
-    assert [m['marker'] for m in got] == ['1', '2']
+    assert [m.position for m in got] == [1, 2]
     listed_b = driver.message_controller.list('q', project=other,
                                               client_uuid=CLIENT, echo=True)
     assert list(next(listed_b)) == []

@@ -52,7 +52,7 @@ def test_taken_positions_are_skipped_in_order(driver, make_queue,
             driver.store.put(qs.c, names.position_obj(base + offset))
     post(driver, queue, project, 'a', 'b', 'c')
     assert bodies(listed(driver, queue, project)) == ['a', 'b', 'c']
-    markers = [int(m['marker']) for m in listed(driver, queue,
+    markers = [m.position for m in listed(driver, queue,
                                                  project)]
     assert markers == sorted(markers) and min(markers) > base
 

@@ -92,7 +92,7 @@ def test_a_member_filed_out_of_turn_is_not_handed_out(
     qs = driver.queue_state(queue, project)
     second = driver.message_controller._get_many(queue, project,
                                                        [ids[1]])[0]
-    qs.make_available(int(second['marker']), ids[1], 1,
+    qs.make_available(second.position, ids[1], 1,
                       clock.now_ms, clock.now_ms,
                       names.group_key(rules.encode_group_id('a')))
     claim_id, got = claim(driver, queue, project)
@@ -112,7 +112,7 @@ def test_a_late_member_waits_for_the_one_in_flight(
     messages = driver.message_controller
     first = post(driver, queue, project, {'g': 'a', 'n': 'early'})[0]
     claim_id, _ = claim(driver, queue, project)
-    early_pos = int(messages.get(queue, first, project=project)['marker'])
+    early_pos = messages.get(queue, first, project=project).position
     real = messages._allocate
 
     def behind(qs, stored, now):

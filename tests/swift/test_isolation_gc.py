@@ -42,7 +42,7 @@ def test_gc_finishes_an_abandoned_dead_letter_move(driver, make_queue,
     driver.store.create(qs.c, names.lock_obj(mid, 1),
                               content_type=names.content_type(c=names.DEAD))
     driver.store.delete(qs.c, names.avail_obj(
-        int(listed(driver, queue, project)[0]['marker']), mid, 1))
+        listed(driver, queue, project)[0].position, mid, 1))
     clock.advance(120)
     driver.gc()
     assert bodies(listed(driver, dlq, project)) == ['poison']

@@ -86,7 +86,7 @@ class ClaimController(controller.ClaimController):
                      f.DUE: expires + redelivery * 1000,
                      f.REDELIVERY: redelivery},
             '$inc': {f.CLAIM_COUNT: 1},
-            '$max': {f.EXPIRES: expires + grace * 1000}}
+            '$max': _kept_alive(now, expires, grace)}
         taken = []
         while len(taken) < limit:
             ready = queries.ready(queue, project, now)
@@ -200,7 +200,7 @@ class ClaimController(controller.ClaimController):
         self._messages.update_many(held.filter, {
             '$set': {f.CLAIM_EXPIRES: expires,
                      f.DUE: expires + redelivery * 1000},
-            '$max': {f.EXPIRES: expires + grace * 1000}})
+            '$max': _kept_alive(now, expires, grace)})
         return True
 
     def _release(self, queue, project, claim_id):
@@ -221,3 +221,11 @@ class ClaimController(controller.ClaimController):
         self._messages.update_many(held.filter, {
             '$set': {f.STATE: f.DELAYED}, '$unset': back})
         self._claims.delete_one(where)
+
+
+def _kept_alive(now, expires, grace):
+    """``$max`` that keeps claimed messages alive until the claim ends plus
+    grace, their visible ttl grown to the claim's ttl + grace when that is
+    longer, as Zaqar's drivers do."""
+    return {f.EXPIRES: expires + grace * 1000,
+            f.TTL: (expires - now) // 1000 + grace}

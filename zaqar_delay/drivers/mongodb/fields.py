@@ -20,7 +20,8 @@ field    meaning
          grouped message behind its group's head), ``m`` moving (frozen
          by a group move, see ``mi``)
 ``b``    body, JSON text
-``t``    ttl, seconds
+``t``    ttl, seconds (raised by claims to the claim's ttl + grace, as
+         Zaqar's drivers show a claimed message)
 ``cr``   created, epoch ms (store clock)
 ``e``    expires, epoch ms (created + ttl, raised by claims to claim
          expiry + grace)
@@ -33,6 +34,8 @@ field    meaning
 ``ce``   claim expiry, epoch ms; present only while claimed
 ``rd``   redelivery delay (s) of the queue when last claimed
 ``g``    group id (JSON-encoded), absent for ungrouped messages
+``cs``   body checksum (``MD5:<hex>``), present only when Zaqar's
+         ``enable_checksum`` was on at post time
 ``h``    the group id again, present only on the group's *head*: the
          one member that may be ``r``, ``d`` or ``c`` (unique index
          ``zd_group_head`` on ``{p, q, h}``)
@@ -92,7 +95,7 @@ MOVING = 'm'
 PROJECT, QUEUE, POSITION, STATE = 'p', 'q', 'k', 's'
 BODY, TTL, CREATED, EXPIRES, DUE = 'b', 't', 'cr', 'e', 'd'
 CLIENT, CLAIM_COUNT, CLAIM, CLAIM_EXPIRES = 'u', 'cc', 'c', 'ce'
-REDELIVERY, GROUP, HEAD = 'rd', 'g', 'h'
+REDELIVERY, GROUP, HEAD, CHECKSUM = 'rd', 'g', 'h', 'cs'
 MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
 GROUP_CURSOR = 'gr'
 

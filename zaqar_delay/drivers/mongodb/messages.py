@@ -76,6 +76,8 @@ class MessageController(controller.MessageController):
             f.CLIENT: client_uuid, f.CLAIM_COUNT: 0})
         if message.group is not None:
             doc[f.GROUP] = message.group
+        if message.checksum:
+            doc[f.CHECKSUM] = message.checksum
         return doc
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,

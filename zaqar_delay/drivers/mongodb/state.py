@@ -105,11 +105,11 @@ def live_claim(doc, now):
 
 
 def render(doc, now, include_created=False, claim_count=None, claimed=True):
-    """Zaqar's message dict (with its ``marker``) for a stored document."""
-    message = controller.basic_message(
+    """Zaqar's message dict for a stored document."""
+    return controller.basic_message(
         doc['_id'], json.loads(doc[f.BODY]), doc[f.TTL], doc[f.CREATED],
-        now, claim_id=live_claim(doc, now) if claimed else None,
+        now, doc[f.POSITION],
+        claim_id=live_claim(doc, now) if claimed else None,
         claim_count=doc[f.CLAIM_COUNT] if claim_count is None
-        else claim_count, include_created=include_created)
-    message['marker'] = str(doc[f.POSITION])
-    return message
+        else claim_count, include_created=include_created,
+        checksum=doc.get(f.CHECKSUM))

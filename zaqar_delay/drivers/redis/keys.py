@@ -45,7 +45,7 @@ Message hash fields:
 field  meaning
 =====  ===================================================================
 ``b``  body, JSON text
-``t``  ttl, seconds
+``t``  ttl, seconds (raised by claims to the claim's ttl + grace)
 ``cr`` created, epoch ms (Redis ``TIME``)
 ``e``  expires, epoch ms (created + ttl, extended by claims)
 ``d``  due, epoch ms (created + delay; claim expiry + redelivery delay)
@@ -56,6 +56,7 @@ field  meaning
 ``ce`` claim expiry, epoch ms, or 0
 ``rd`` redelivery delay (s) of the queue when it was last claimed
 ``g``  group id (JSON-encoded), absent for ungrouped messages
+``cs`` body checksum (``MD5:<hex>``), only when ``enable_checksum`` was on
 ``to`` in the outbox: the queue it is bound for
 ``tt`` in the outbox: its ttl (s) there
 ``td`` in the outbox: its delay (s) there

@@ -29,7 +29,8 @@ class MessageController(controller.MessageController):
         args = [client_uuid]
         for message in messages:
             args += [message.id, message.ttl, message.delay,
-                     message.body_json, message.group or '']
+                     message.body_json, message.group or '',
+                     message.checksum or '']
         registry_entry = keys.queue_tag(queue, project)
 
         def post(pipe):

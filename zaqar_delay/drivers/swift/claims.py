@@ -186,7 +186,8 @@ class ClaimController(controller.ClaimController):
             qs.remove([(m.id, m.pos, entry[2], m.gk) for entry, m in won],
                       now)
             return out
-        self._store.parallel(lambda m: qs.extend(m, keep_until),
+        lifetime = (keep_until - now) // 1000
+        self._store.parallel(lambda m: qs.extend(m, keep_until, lifetime),
                              [m for _, m in won])
         return [m.render(now, claim_id, entry[2]) for entry, m in won]
 
@@ -262,7 +263,7 @@ class ClaimController(controller.ClaimController):
         def extend(item):
             message = qs.message(item[0], now)
             if message is not None:
-                qs.extend(message, keep_until)
+                qs.extend(message, keep_until, ttl + grace)
 
         self._store.parallel(extend, record['m'])
         return True

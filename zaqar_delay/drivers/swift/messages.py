@@ -40,7 +40,7 @@ class MessageController(controller.MessageController):
         stored = [swift_state.Message(m.id, {}, {
             'b': m.body, 't': m.ttl, 'cr': now, 'e': now + m.ttl * 1000,
             'd': now + m.delay * 1000, 'u': client_uuid, 'p': None,
-            'g': m.group}) for m in messages]
+            'g': m.group, 'cs': m.checksum}) for m in messages]
         self._allocate(qs, stored, now)
 
         def store_one(message):
@@ -48,6 +48,8 @@ class MessageController(controller.MessageController):
                       'cr': message.created, 'e': message.expires,
                       'd': message.due, 'u': message.client,
                       'p': message.pos, 'g': message.group}
+            if message.checksum:
+                record['cs'] = message.checksum
             headers = dict(qs.delete_at(message.expires),
                            **{swift_state.META_E: message.expires})
             created = self._store.put(
@@ -117,7 +119,7 @@ class MessageController(controller.MessageController):
             else:
                 found = self._list_available(qs, now, marker, limit, echo,
                                              client_uuid)
-        last = int(found[-1]['marker']) if found else None
+        last = found[-1].position if found else None
         return found, last
 
     def _pages(self, qs, prefix, marker, limit, reverse=False):

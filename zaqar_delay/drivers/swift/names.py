@@ -63,7 +63,8 @@ Message fields (``m/I`` body, and ``p/P`` Content-Type parameters):
 field  meaning
 =====  ===================================================================
 ``b``  body (JSON value)
-``t``  ttl, seconds
+``t``  ttl, seconds (object metadata ``T`` overrides it once a claim's
+       ttl + grace outgrew it, as Zaqar's drivers show claimed messages)
 ``cr`` created, epoch ms (the API node's clock: Swift offers none)
 ``e``  expires, epoch ms (created + ttl, extended by claims; object
        metadata, updated by POST, which cannot resurrect a deleted object)
@@ -71,6 +72,7 @@ field  meaning
 ``u``  client UUID of the poster (for ``echo``)
 ``p``  position
 ``g``  group id (JSON-encoded), or null (its key G in ``p/``)
+``cs`` body checksum (``MD5:<hex>``), only when ``enable_checksum`` was on
 =====  ===================================================================
 """
 

@@ -17,24 +17,27 @@ from zaqar_delay.drivers.swift import names
 # Index entries settled per operation, so one call never runs unbounded.
 SETTLE_BATCH = 1000
 META_E = 'X-Object-Meta-E'
+# A claim's ttl + grace, when it outgrew the message's own ttl.
+META_T = 'X-Object-Meta-T'
 
 
 class Message:
     """One stored message (``m/<id>``) as read at ``now``."""
 
     __slots__ = ('id', 'body', 'ttl', 'created', 'expires', 'due', 'client',
-                 'pos', 'group')
+                 'pos', 'group', 'checksum')
 
     def __init__(self, message_id, headers, record):
         self.id = message_id
         self.body = record['b']
-        self.ttl = record['t']
+        self.ttl = int(headers.get(META_T.lower(), record['t']))
         self.created = record['cr']
         self.expires = int(headers.get(META_E.lower(), record['e']))
         self.due = record['d']
         self.client = record['u']
         self.pos = record['p']
         self.group = record.get('g')
+        self.checksum = record.get('cs')
 
     @property
     def gk(self):
@@ -43,12 +46,10 @@ class Message:
 
     def render(self, now, claim_id=None, claim_count=0,
                include_created=False):
-        message = controller.basic_message(
-            self.id, self.body, self.ttl, self.created, now,
+        return controller.basic_message(
+            self.id, self.body, self.ttl, self.created, now, self.pos,
             claim_id=claim_id, claim_count=claim_count,
-            include_created=include_created)
-        message['marker'] = str(self.pos)
-        return message
+            include_created=include_created, checksum=self.checksum)
 
 
 class QueueState:
@@ -84,17 +85,22 @@ class QueueState:
     def delete_at(self, expires_ms):
         return {'X-Delete-At': str(expires_ms // 1000 + 1 + self.margin)}
 
-    def extend(self, message, keep_until):
-        """Keep a claimed message alive until ``keep_until`` (ms). POST
-        never creates, so a message deleted meanwhile stays deleted."""
+    def extend(self, message, keep_until, lifetime):
+        """Keep a claimed message alive until ``keep_until`` (ms), its
+        visible ttl grown to the claim's ``lifetime`` (ttl + grace, s) when
+        that is longer, as Zaqar's drivers do. POST never creates, so a
+        message deleted meanwhile stays deleted."""
         if message.expires >= keep_until:
             return
         headers = dict(self.delete_at(keep_until), **{META_E: keep_until})
+        if lifetime > message.ttl:
+            headers[META_T] = lifetime
         if self.store.post(self.c, names.message_obj(message.id), headers):
             self.store.post(self.c, names.position_obj(message.pos), dict(
                 self.delete_at(keep_until), **{
                     'Content-Type': position_type(message, keep_until)}))
         message.expires = keep_until
+        message.ttl = max(message.ttl, lifetime)
 
     def remove(self, victims, now):
         """Delete messages: ``victims`` are (id, position, attempts, group

@@ -131,7 +131,7 @@ local function purge_expired(batch)
 end
 
 local MESSAGE_FIELDS = {'b', 't', 'cr', 'cc', 'c', 'ce', 'p', 'e', 'd', 'u',
-                        'g'}
+                        'g', 'cs'}
 
 local function read(id)
   local f = redis.call('HMGET', mkey(id), unpack(MESSAGE_FIELDS))
@@ -139,11 +139,12 @@ local function read(id)
   return {body = f[1], ttl = f[2], created = f[3], cc = f[4],
           claim = live_claim_of(f[5], f[6]), pos = f[7],
           expires = tonumber(f[8]), due = tonumber(f[9]), client = f[10],
-          group = f[11] or ''}
+          group = f[11] or '', checksum = f[12] or ''}
 end
 
 -- Wire format of one message: id, body, ttl, created, claim count,
--- live claim id ('' if none), position, group ('' if none).
+-- live claim id ('' if none), position, group ('' if none), body checksum
+-- ('' if none).
 local function emit(out, id, m)
   local n = #out
   out[n + 1] = id
@@ -154,6 +155,22 @@ local function emit(out, id, m)
   out[n + 6] = m.claim
   out[n + 7] = m.pos
   out[n + 8] = m.group
+  out[n + 9] = m.checksum
+end
+
+-- Keep a claimed message alive until `keep_until` (ms); like Zaqar's
+-- drivers, its visible ttl grows to the claim's ttl + grace when that is
+-- longer than its own.
+local function keep_alive(id, m, keep_until, claim_lifetime)
+  if m.expires >= keep_until then return end
+  local key = mkey(id)
+  redis.call('HSET', key, 'e', keep_until)
+  redis.call('ZADD', EXPIRY, keep_until, id)
+  if tonumber(m.ttl) < claim_lifetime then
+    redis.call('HSET', key, 't', claim_lifetime)
+    m.ttl = claim_lifetime
+  end
+  m.expires = keep_until
 end
 
 -- The oldest (sort 1) or newest (-1) live message, claimed or not; only

@@ -52,10 +52,7 @@ while count < limit do
       local key = mkey(id)
       redis.call('HSET', key, 'c', cid, 'ce', claim_expires, 'cc', m.cc,
                  'rd', redelivery)
-      if m.expires < keep_until then
-        redis.call('HSET', key, 'e', keep_until)
-        redis.call('ZADD', EXPIRY, keep_until, id)
-      end
+      keep_alive(id, m, keep_until, ttl + grace)
       redis.call('ZADD', CLAIMED, claim_expires, id)
       redis.call('ZADD', cmkey(cid), m.pos, id)
       emit(out, id, m)

@@ -12,10 +12,7 @@ for _, id in ipairs(redis.call('ZRANGE', cmkey(cid), 0, -1)) do
     local key = mkey(id)
     redis.call('HSET', key, 'ce', claim_expires)
     redis.call('ZADD', CLAIMED, claim_expires, id)
-    if m.expires < keep_until then
-      redis.call('HSET', key, 'e', keep_until)
-      redis.call('ZADD', EXPIRY, keep_until, id)
-    end
+    keep_alive(id, m, keep_until, ttl + grace)
   end
 end
 redis.call('HSET', ckey(cid), 't', ttl, 'e', claim_expires, 'g', grace)

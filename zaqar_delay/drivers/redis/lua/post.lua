@@ -1,13 +1,14 @@
 -- Append messages at the tail of a queue.
 -- ARGV[3] client UUID
--- ARGV[4..] per message, 5 values: id, ttl (s), delay (s), body, group ('')
+-- ARGV[4..] per message, 6 values: id, ttl (s), delay (s), body, group (''),
+--          body checksum ('' when checksums are off)
 -- A grouped message is filed for claiming only if it heads its group.
 -- An id that already exists is skipped, so a retried post cannot duplicate
 -- (its position is then left unused: positions only need to increase).
 -- Returns NOW.
-local count = (#ARGV - 3) / 5
+local count = (#ARGV - 3) / 6
 local pos = redis.call('INCRBY', SEQ, count) - count
-for i = 4, #ARGV, 5 do
+for i = 4, #ARGV, 6 do
   local id = ARGV[i]
   local key = mkey(id)
   pos = pos + 1
@@ -17,6 +18,7 @@ for i = 4, #ARGV, 5 do
     local group = ARGV[i + 4]
     redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', NOW,
                'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
+    if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'cs', ARGV[i + 5]) end
     redis.call('ZADD', MSGS, pos, id)
     redis.call('ZADD', EXPIRY, expires, id)
     if group == '' then
