@@ -18,7 +18,6 @@ import statistics
 import sys
 import uuid
 
-import pymongo
 
 from benchmarks import workloads
 from tests import backends
@@ -38,25 +37,6 @@ def redis_pair(redis_url):
     control = backends.control_driver(conf, redis_url)
     return (ours.DataDriver(conf, None, control),
             zaqar_redis.DataDriver(conf, None, control))
-
-
-class _StandaloneView:
-    """mongomock's client as Zaqar's driver probes it: one node, no mongos,
-    the default write concern (mongomock takes these attribute names for
-    databases); fine with unreliable = True."""
-
-    nodes = frozenset()
-    is_mongos = False
-    write_concern = pymongo.WriteConcern()
-
-    def __init__(self, client):
-        self._client = client
-
-    def __getattr__(self, name):
-        return getattr(self._client, name)
-
-    def __getitem__(self, name):
-        return self._client[name]
 
 
 def mongodb_pair(redis_url, uri):
@@ -82,29 +62,13 @@ def mongodb_pair(redis_url, uri):
         return (ours.DataDriver(conf, None, control),
                 zaqar_mongodb.DataDriver(conf, None, control))
     factory = mongodb_factory.mongomock_client_factory()
-    client = _StandaloneView(factory(None))
+    client = mongodb_factory.StandaloneView(factory(None))
     with mock.patch.object(zaqar_mongodb, '_connection',
                            lambda conf: client):
         theirs = zaqar_mongodb.DataDriver(conf, None, control)
         theirs.connection  # resolved now, while the patch holds
     return ours.DataDriver(conf, None, control, client_factory=factory), \
         theirs
-
-
-class _TempauthClient:
-    """Stands in for Zaqar's Swift client wrapper, which speaks only
-    Keystone: the same swiftclient calls, authenticated once with tempauth
-    (v1) on the benchmark's own Swift."""
-
-    def __init__(self, server):
-        import swiftclient
-        self._swiftclient = swiftclient
-        self._url, self._token = server.get_auth()
-
-    def __getattr__(self, name):
-        connection = self._swiftclient.Connection(
-            preauthurl=self._url, preauthtoken=self._token)
-        return getattr(connection, name)
 
 
 def swift_pair(redis_url, server):
@@ -117,7 +81,7 @@ def swift_pair(redis_url, server):
                       group=swift_factory.GROUP)
     control = backends.control_driver(conf, redis_url)
     theirs = zaqar_swift.DataDriver(conf, None, control)
-    theirs._lazy_connection = _TempauthClient(server)  # lazy_property slot
+    theirs._lazy_connection = swift_factory.TempauthClient(server)  # lazy_property slot
     return ours.DataDriver(conf, None, control), theirs
 
 

@@ -23,6 +23,8 @@ import os
 import threading
 import uuid
 
+import pymongo
+
 from tests import backends
 
 URI_ENV = 'ZAQAR_DELAY_TEST_MONGODB_URI'
@@ -120,7 +122,25 @@ def zaqar_store(request):
 
 
 def _drop(uri, database):
-    import pymongo
     client = pymongo.MongoClient(uri)
     client.drop_database(database)
     client.close()
+
+
+class StandaloneView:
+    """mongomock's client as Zaqar's driver probes it: one node, no mongos,
+    the default write concern (mongomock takes these attribute names for
+    databases); fine with unreliable = True."""
+
+    nodes = frozenset()
+    is_mongos = False
+    write_concern = pymongo.WriteConcern()
+
+    def __init__(self, client):
+        self._client = client
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def __getitem__(self, name):
+        return self._client[name]

@@ -25,3 +25,19 @@ def zaqar_store(request):
     """(message_store name, its zaqar.conf options) for Zaqar itself."""
     server = request.getfixturevalue('swift_server')
     return 'delay.swift', {'uri': swift_uri(server)}
+
+
+class TempauthClient:
+    """Stands in for Zaqar's Swift client wrapper, which speaks only
+    Keystone: the same swiftclient calls, authenticated once with tempauth
+    (v1) on the benchmark's own Swift."""
+
+    def __init__(self, server):
+        import swiftclient
+        self._swiftclient = swiftclient
+        self._url, self._token = server.get_auth()
+
+    def __getattr__(self, name):
+        connection = self._swiftclient.Connection(
+            preauthurl=self._url, preauthtoken=self._token)
+        return getattr(connection, name)

@@ -20,18 +20,19 @@ CONFIG = """[DEFAULT]
 auth_strategy =
 debug = false
 use_stderr = true
+unreliable = {unreliable}
 
 [drivers]
 transport = wsgi
 message_store = {message_store}
-management_store = redis
+management_store = {management_store}
 
 [drivers:transport:wsgi]
 bind = 127.0.0.1
 port = {port}
 
-[drivers:management_store:redis]
-uri = {redis_url}
+[drivers:management_store:{management_store}]
+uri = {management_uri}
 
 {store_section}
 
@@ -44,15 +45,22 @@ secret_key = zaqar-delay-tests
 
 
 def write_config(directory, redis_url, port, message_store='delay.redis',
-                 store_options=None, max_delay=900):
-    """Write zaqar.conf for ``message_store`` and return its path."""
+                 store_options=None, max_delay=900, management_store='redis',
+                 management_uri=None, unreliable=False):
+    """Write zaqar.conf for ``message_store`` and return its path. Queue
+    metadata goes to Zaqar's Redis control driver on ``redis_url`` unless
+    another ``management_store`` is named. ``unreliable`` lets Zaqar's
+    MongoDB drivers run on a server that is not a replica set."""
     options = dict(store_options or {})
     section = '[drivers:message_store:{}]\n'.format(message_store) + ''.join(
         '{} = {}\n'.format(k, v) for k, v in options.items())
     path = os.path.join(directory, 'zaqar.conf')
     with open(path, 'w') as conf_file:
         conf_file.write(CONFIG.format(
-            message_store=message_store, port=port, redis_url=redis_url,
+            message_store=message_store, port=port,
+            management_store=management_store,
+            management_uri=management_uri or redis_url,
+            unreliable=str(unreliable).lower(),
             store_section=section, max_delay=max_delay))
     return path
 

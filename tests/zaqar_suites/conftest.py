@@ -1,0 +1,90 @@
+"""Zaqar's own storage and WSGI test suites, run against our drivers.
+
+Zaqar's test classes are unittest classes that read a zaqar.conf named by
+their ``config_file`` attribute. The fixture below writes one per test for
+the backend a class names (our driver as ``message_store``, Zaqar's Redis
+control driver as ``management_store``) and wipes the stores afterwards, as
+Zaqar's own tearDowns do for its drivers. Zaqar's tests use fixed project
+and queue names, so these tests get a redis-server of their own
+(``redis_url`` is overridden here) that can be flushed between tests.
+"""
+
+import importlib
+import os
+import tempfile
+
+# Zaqar's WSGI classes are named after MongoDB and skip their setUp unless
+# this is set when zaqar.tests.helpers is first imported; the store they
+# really use is the one our config file names.
+os.environ.setdefault('ZAQAR_TEST_MONGODB', '1')
+
+import pytest  # noqa: E402
+import redis  # noqa: E402
+import swiftclient  # noqa: E402
+
+from tests import conftest as shared  # noqa: E402
+from tests.servers import redis_server  # noqa: E402
+from tests.servers import zaqar_server  # noqa: E402
+
+
+@pytest.fixture(scope='session')
+def redis_url():
+    try:
+        server = redis_server.RedisServer().start()
+    except redis_server.RedisUnavailable as exc:
+        shared.unavailable(str(exc))
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def zaqar_config(request, redis_url, monkeypatch):
+    """Point the Zaqar test class at a zaqar.conf for its backend."""
+    backend = getattr(request.cls, 'backend', None)
+    if backend is None:
+        yield
+        return
+    store, options = _store(backend, request, redis_url, monkeypatch)
+    directory = tempfile.mkdtemp(prefix='zd-zaqar-suite-')
+    path = zaqar_server.write_config(directory, redis_url, 0, store, options,
+                                     **_mongodb_management(monkeypatch))
+    monkeypatch.setattr(request.cls, 'config_file', path)
+    yield
+    redis.Redis.from_url(redis_url).flushall()
+    if backend.endswith('swift'):
+        _wipe_swift(request.getfixturevalue('swift_server'))
+
+
+def _mongodb_management(monkeypatch):
+    """Zaqar's MongoDB control driver, its reference management store (on
+    mongomock: no server here), as Zaqar's own WSGI suites use; queue
+    listing and filtering are the management store's, not ours."""
+    from zaqar.storage.mongodb import driver as zaqar_mongodb
+    from tests.factories import mongodb as mongodb_factory
+    client = mongodb_factory.StandaloneView(
+        mongodb_factory.mongomock_client_factory()(None))
+    monkeypatch.setattr(zaqar_mongodb, '_connection', lambda conf: client)
+    return {'management_store': 'mongodb',
+            'management_uri': 'mongodb://127.0.0.1:27017',
+            'unreliable': True}
+
+
+def _store(backend, request, redis_url, monkeypatch):
+    """(message_store, its options) for one of our backends, or for one of
+    Zaqar's own drivers (``zaqar-<backend>``) to compare with."""
+    if not backend.startswith('zaqar-'):
+        factory = importlib.import_module('tests.factories.' + backend)
+        return factory.zaqar_store(request)
+    from tests.zaqar_suites import zaqar_drivers
+    return zaqar_drivers.store(backend[len('zaqar-'):], request, redis_url,
+                               monkeypatch)
+
+
+def _wipe_swift(server):
+    connection = swiftclient.Connection(**server.credentials)
+    for container in connection.get_account(full_listing=True)[1]:
+        name = container['name']
+        for obj in connection.get_container(name, full_listing=True)[1]:
+            connection.delete_object(name, obj['name'])
+        connection.delete_container(name)
+    connection.close()
