@@ -14,10 +14,11 @@ import threading
 import time
 from wsgiref import simple_server
 
+from tests.servers import processes
 from tests.servers.redis_server import free_port
 
 CONFIG = """[DEFAULT]
-auth_strategy =
+auth_strategy = {auth_strategy}
 debug = false
 use_stderr = true
 
@@ -40,12 +41,17 @@ max_message_delay = {max_delay}
 
 [signed_url]
 secret_key = zaqar-delay-tests
-"""
+{extra}"""
 
 
 def write_config(directory, redis_url, port, message_store='delay.redis',
-                 store_options=None, max_delay=900):
-    """Write zaqar.conf for ``message_store`` and return its path."""
+                 store_options=None, max_delay=900, auth_strategy='',
+                 extra=''):
+    """Write zaqar.conf for ``message_store`` and return its path.
+
+    ``extra`` is appended verbatim (for example a ``[keystone_authtoken]``
+    section to go with ``auth_strategy='keystone'``).
+    """
     options = dict(store_options or {})
     section = '[drivers:message_store:{}]\n'.format(message_store) + ''.join(
         '{} = {}\n'.format(k, v) for k, v in options.items())
@@ -53,7 +59,8 @@ def write_config(directory, redis_url, port, message_store='delay.redis',
     with open(path, 'w') as conf_file:
         conf_file.write(CONFIG.format(
             message_store=message_store, port=port, redis_url=redis_url,
-            store_section=section, max_delay=max_delay))
+            store_section=section, max_delay=max_delay,
+            auth_strategy=auth_strategy, extra=extra))
     return path
 
 
@@ -96,11 +103,11 @@ class ZaqarServer:
     """``zaqar-server --config-file zaqar.conf`` in its own process."""
 
     def __init__(self, redis_url, message_store='delay.redis',
-                 store_options=None):
+                 store_options=None, **config):
         self.workdir = tempfile.mkdtemp(prefix='zd-zaqar-')
         self.port = free_port()
         self.config = write_config(self.workdir, redis_url, self.port,
-                                   message_store, store_options)
+                                   message_store, store_options, **config)
         self.process = None
 
     @property
@@ -128,11 +135,5 @@ class ZaqarServer:
             raise RuntimeError('zaqar-server did not start:\n' + log.read())
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process)
         self.process = None
