@@ -2,10 +2,15 @@
 # Prepare this checkout on a fresh Debian machine with Python 3.11.
 #
 #   scripts/setup.sh run    redis-server + a venv with zaqar-delay and Zaqar
-#   scripts/setup.sh test   the above + test tools + a real Swift
+#   scripts/setup.sh test   the above + test tools + a real Swift, and
+#                           side venvs for Keystone, tempest and the docs
 #
 # Idempotent; installs Debian packages only when they are missing (as root,
 # or through sudo). The venv lives in .venv (override with ZD_VENV).
+# Keystone, tempest and the docs tools pin oslo/SQLAlchemy/Sphinx versions
+# that Zaqar must not get, so each has its own venv beside it: .venv-keystone,
+# .venv-tempest, .venv-docs (override with ZD_KEYSTONE_VENV, ZD_TEMPEST_VENV,
+# ZD_DOCS_VENV).
 set -euo pipefail
 
 mode=${1:-run}
@@ -36,13 +41,16 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 
 # Debian's python3 needs python3-venv for "-m venv"; pyenv builds have it.
-if [ ! -x "$venv/bin/python" ]; then
-    if ! "$python" -m venv "$venv" 2>/dev/null; then
-        rm -rf "$venv"
-        apt_install python3-venv python3-dev gcc
-        "$python" -m venv "$venv"
+make_venv() {
+    if [ ! -x "$1/bin/python" ]; then
+        if ! "$python" -m venv "$1" 2>/dev/null; then
+            rm -rf "$1"
+            apt_install python3-venv python3-dev gcc
+            "$python" -m venv "$1"
+        fi
     fi
-fi
+}
+make_venv "$venv"
 
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --upgrade pip setuptools wheel >/dev/null
@@ -54,5 +62,21 @@ fi
 if [ "$mode" = test ]; then
     "${pip[@]}" -r "$here/test-requirements.txt"
     bash "$here/scripts/install-swift.sh"
+
+    keystone_venv=${ZD_KEYSTONE_VENV:-$here/.venv-keystone}
+    tempest_venv=${ZD_TEMPEST_VENV:-$here/.venv-tempest}
+    docs_venv=${ZD_DOCS_VENV:-$here/.venv-docs}
+    for side in "$keystone_venv" "$tempest_venv" "$docs_venv"; do
+        make_venv "$side"
+    done
+    side_pip() {
+        "$1/bin/python" -m pip install -q --disable-pip-version-check "${@:2}"
+    }
+    side_pip "$keystone_venv" -r "$here/keystone-requirements.txt"
+    side_pip "$tempest_venv" -r "$here/tempest-requirements.txt"
+    # Only our tempest plugin's entry point and package are wanted there;
+    # the plugin imports tempest and zaqar-tempest-plugin, never Zaqar.
+    side_pip "$tempest_venv" --no-deps -e "$here"
+    side_pip "$docs_venv" -r "$here/doc-requirements.txt"
 fi
 echo "setup: ready ($venv)"

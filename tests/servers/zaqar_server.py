@@ -14,10 +14,11 @@ import threading
 import time
 from wsgiref import simple_server
 
+from tests.servers import processes
 from tests.servers.redis_server import free_port
 
 CONFIG = """[DEFAULT]
-auth_strategy =
+auth_strategy = {auth_strategy}
 debug = false
 use_stderr = true
 unreliable = {unreliable}
@@ -41,16 +42,21 @@ max_message_delay = {max_delay}
 
 [signed_url]
 secret_key = zaqar-delay-tests
-"""
+{extra}"""
 
 
 def write_config(directory, redis_url, port, message_store='delay.redis',
                  store_options=None, max_delay=900, management_store='redis',
-                 management_uri=None, unreliable=False):
-    """Write zaqar.conf for ``message_store`` and return its path. Queue
-    metadata goes to Zaqar's Redis control driver on ``redis_url`` unless
-    another ``management_store`` is named. ``unreliable`` lets Zaqar's
-    MongoDB drivers run on a server that is not a replica set."""
+                 management_uri=None, unreliable=False, auth_strategy='',
+                 extra=''):
+    """Write zaqar.conf for ``message_store`` and return its path.
+
+    Queue metadata goes to Zaqar's Redis control driver on ``redis_url``
+    unless another ``management_store`` is named. ``unreliable`` lets
+    Zaqar's MongoDB drivers run on a server that is not a replica set.
+    ``extra`` is appended verbatim (for example a ``[keystone_authtoken]``
+    section to go with ``auth_strategy='keystone'``).
+    """
     options = dict(store_options or {})
     section = '[drivers:message_store:{}]\n'.format(message_store) + ''.join(
         '{} = {}\n'.format(k, v) for k, v in options.items())
@@ -61,7 +67,8 @@ def write_config(directory, redis_url, port, message_store='delay.redis',
             management_store=management_store,
             management_uri=management_uri or redis_url,
             unreliable=str(unreliable).lower(),
-            store_section=section, max_delay=max_delay))
+            store_section=section, max_delay=max_delay,
+            auth_strategy=auth_strategy, extra=extra))
     return path
 
 
@@ -104,11 +111,11 @@ class ZaqarServer:
     """``zaqar-server --config-file zaqar.conf`` in its own process."""
 
     def __init__(self, redis_url, message_store='delay.redis',
-                 store_options=None):
+                 store_options=None, **config):
         self.workdir = tempfile.mkdtemp(prefix='zd-zaqar-')
         self.port = free_port()
         self.config = write_config(self.workdir, redis_url, self.port,
-                                   message_store, store_options)
+                                   message_store, store_options, **config)
         self.process = None
 
     @property
@@ -136,11 +143,5 @@ class ZaqarServer:
             raise RuntimeError('zaqar-server did not start:\n' + log.read())
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process)
         self.process = None

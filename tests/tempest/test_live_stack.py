@@ -1,0 +1,91 @@
+"""Our tempest plugin against a live cloud on loopback.
+
+Keystone on sqlite, a real redis-server, ``zaqar-server`` with
+``auth_strategy = keystone`` on ``delay.redis``, and ``tempest run
+--regex zaqar_delay`` with a generated tempest.conf, every process stopped
+by its PID. The same tests run against a devstack cloud (README).
+"""
+
+import pytest
+
+from tests.servers import keystone_server
+from tests.servers import tempest_runner
+from tests.servers import zaqar_server
+from tests import conftest
+
+pytestmark = [pytest.mark.integration, pytest.mark.tempest]
+
+AUTHTOKEN = """
+[keystone_authtoken]
+www_authenticate_uri = {url}
+auth_url = {url}
+auth_type = password
+username = admin
+password = {password}
+project_name = admin
+user_domain_id = default
+project_domain_id = default
+"""
+
+
+@pytest.fixture(scope='module')
+def tempest():
+    try:
+        return tempest_runner.Tempest()
+    except tempest_runner.TempestUnavailable as exc:
+        conftest.unavailable(str(exc))
+
+
+@pytest.fixture(scope='module')
+def keystone():
+    try:
+        server = keystone_server.KeystoneServer().start()
+    except keystone_server.KeystoneUnavailable as exc:
+        conftest.unavailable(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope='module')
+def zaqar(redis_url, keystone):
+    server = zaqar_server.ZaqarServer(
+        redis_url, 'delay.redis',
+        {'uri': redis_url.replace('redis://', 'delay.redis://')},
+        auth_strategy='keystone',
+        extra=AUTHTOKEN.format(url=keystone.url,
+                               password=keystone_server.ADMIN_PASSWORD))
+    keystone.register_service('messaging', 'zaqar', server.url)
+    server.start()
+    yield server
+    server.stop()
+
+
+def listed_tests(tempest):
+    result = tempest.run('--list-tests', '--regex', 'zaqar_delay')
+    assert result.returncode == 0, result.stdout + result.stderr
+    return [line for line in result.stdout.splitlines()
+            if line.startswith('zaqar_delay_tempest_plugin.')]
+
+
+def test_tempest_lists_our_tests(tempest):
+    # Listing loads the tests without calling the cloud: any address does.
+    tempest.write_config('http://127.0.0.1:9/v3', 'unused', 'RegionOne')
+    tests = listed_tests(tempest)
+    for module in ('test_delayed_queues', 'test_message_groups',
+                   'test_redelivery', 'test_negative'):
+        assert any('.api.%s.' % module in test for test in tests), module
+    # Every test carries tempest's idempotent id.
+    assert all('[id-' in test for test in tests), tests
+
+
+def test_tempest_plugin_passes_against_keystone_zaqar_redis(
+        tempest, keystone, zaqar):
+    tempest.write_config(keystone.url, keystone_server.ADMIN_PASSWORD,
+                         keystone_server.REGION)
+    expected = len(listed_tests(tempest))
+    result = tempest.run('--regex', 'zaqar_delay', '--concurrency', '2')
+    output = result.stdout + result.stderr
+    counts = tempest_runner.summary(output)
+    assert result.returncode == 0, output[-20000:]
+    assert counts == {'Passed': expected, 'Failed': 0, 'Skipped': 0}, \
+        output[-20000:]
