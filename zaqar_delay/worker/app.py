@@ -80,21 +80,40 @@ class App:
         is a dict of JSON values the handler sees as
         :func:`event_context`. Zaqar bounds ``delay`` by its
         ``max_message_delay`` (900 s by default)."""
-        name, data = events.to_data(event)
-        if type is not None:
-            name = events.type_name(type)
-        if name is None:
-            raise events.EventError('enqueue needs type= for a {} event'
-                                    .format(event.__class__.__name__))
+        [message_id] = self.enqueue_many([event], delay, context, type)
+        return message_id
+
+    def enqueue_many(self, events_, delay=0, context=None, type=None):
+        """:meth:`enqueue` for several events of one type, posted 20 to a
+        request (Zaqar's default page); returns their message ids. Nothing
+        is posted if any event cannot be encoded."""
         zd_settings.check_int('delay', delay, 0, 14 * zd_settings.DAY)
-        body = events.envelope(name, data, context, time.time() + delay)
+        names, messages = set(), []
+        due = time.time() + delay
+        for event in events_:
+            name, data = events.to_data(event)
+            name = events.type_name(type) if type is not None else name
+            if name is None:
+                raise events.EventError('enqueue needs type= for a {} event'
+                                        .format(event.__class__.__name__))
+            names.add(name)
+            messages.append({'ttl': delay + self.settings.event_ttl,
+                             'delay': delay, 'body': events.envelope(
+                                 name, data, context, due)})
+        if len(names) > 1:
+            raise events.EventError('enqueue_many takes events of one type; '
+                                    'got {}'.format(sorted(names)))
+        if not messages:
+            return []
+        [name] = names
         queue = events.queue_name(self.prefix, name)
         self._ensure_event_queue(queue)
-        [message_id] = self.connection.post(queue, [{
-            'ttl': delay + self.settings.event_ttl, 'delay': delay,
-            'body': body}])
-        self.metrics.enqueued(name)
-        return message_id
+        ids = []
+        for start in range(0, len(messages), zaqar.PAGE):
+            page = messages[start:start + zaqar.PAGE]
+            ids.extend(self.connection.post(queue, page))
+            self.metrics.enqueued(name, len(page))
+        return ids
 
     async def enqueue_async(self, event, delay=0, context=None, type=None):
         """:meth:`enqueue` for asyncio code. python-zaqarclient is blocking,
@@ -102,6 +121,13 @@ class App:
         return await asyncio.get_running_loop().run_in_executor(
             None, functools.partial(self.enqueue, event, delay, context,
                                     type))
+
+    async def enqueue_many_async(self, events_, delay=0, context=None,
+                                 type=None):
+        """:meth:`enqueue_many` for asyncio code, as :meth:`enqueue_async`."""
+        return await asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(self.enqueue_many, list(events_), delay,
+                                    context, type))
 
     def _ensure_event_queue(self, queue, retry_policy=None):
         metadata = {'_default_message_delay': 1}

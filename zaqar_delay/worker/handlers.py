@@ -34,6 +34,8 @@ class EventInfo:
     #: enqueuing host's clock + delay (epoch seconds)
     due: float
     context: types.MappingProxyType
+    #: the Zaqar claim this attempt holds
+    claim_id: str = None
 
 
 def current_event():
@@ -81,7 +83,7 @@ class Handler:
         return (settings.retry_delay if self.retry_delay is None
                 else self.retry_delay)
 
-    def invoke(self, message_id, queue, body):
+    def invoke(self, message_id, queue, body, claim_id=None):
         """Run the handler for one message body: True when it succeeded.
         Exceptions propagate to the caller, which logs and counts them."""
         if not events.is_envelope(body) or body['type'] != self.name:
@@ -89,7 +91,8 @@ class Handler:
                 'message {} in {} is not a {} event: {!r}'.format(
                     message_id, queue, self.name, body)[:500])
         info = EventInfo(message_id, self.name, queue, body.get('due') or 0,
-                         types.MappingProxyType(body.get('context') or {}))
+                         types.MappingProxyType(body.get('context') or {}),
+                         claim_id)
         event = events.decode(self.event_type, body['data'])
         token = _current.set(info)
         try:

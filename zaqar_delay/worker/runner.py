@@ -76,7 +76,8 @@ class TypeRunner:
     # -- claim loop ----------------------------------------------------
 
     def _loop(self):
-        tick = min(self.settings.poll_interval, self.settings.claim_ttl / 4)
+        tick = min(self.settings.poll_interval,
+                   self.settings.renew_interval / 2)
         while True:
             self._renew()
             with self._cond:
@@ -119,11 +120,11 @@ class TypeRunner:
         return True
 
     def _renew(self):
-        """Renew the claims of events still running after half a ttl."""
+        """Renew the claims of events still running."""
         now = time.monotonic()
         with self._cond:
             stale = [b for b in self._batches
-                     if now - b.renewed > self.settings.claim_ttl / 2]
+                     if now - b.renewed >= self.settings.renew_interval]
         for batch in stale:
             try:
                 batch.claim.update(ttl=self.settings.claim_ttl,
@@ -138,7 +139,8 @@ class TypeRunner:
     def _run(self, batch, message):
         started = time.monotonic()
         try:
-            ok = self.handler.invoke(message.id, self.queue, message.body)
+            ok = self.handler.invoke(message.id, self.queue, message.body,
+                                     batch.claim.id)
         except Exception:
             LOG.exception('handler for %s failed on message %s',
                           self.handler.name, message.id)

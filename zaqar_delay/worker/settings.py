@@ -39,10 +39,13 @@ class Settings:
     poll_interval: float = 1.0
     #: most events taken by one claim (never more than free handler slots)
     batch_size: int = 10
-    #: claim ttl and grace (Zaqar's minimum ttl is 60); a handler running
-    #: longer has its claim renewed every ``claim_ttl / 2`` seconds
+    #: claim ttl and grace (Zaqar's minimum for both is 60); a handler
+    #: running longer has its claim renewed
     claim_ttl: int = 60
     claim_grace: int = 60
+    #: seconds between renewals of a claim whose handler still runs
+    #: (``None``: half of ``claim_ttl``)
+    claim_renew_interval: float = None
     #: handler attempts before an event goes to the dead-letter queue
     max_attempts: int = 3
     #: seconds before a failed event is due again
@@ -55,11 +58,20 @@ class Settings:
     #: seconds between reads of queue stats for the depth gauges
     stats_interval: float = 10.0
 
+    @property
+    def renew_interval(self):
+        if self.claim_renew_interval is None:
+            return self.claim_ttl / 2
+        return self.claim_renew_interval
+
     def __post_init__(self):
         check_seconds('poll_interval', self.poll_interval, 0.01, 3600)
         check_int('batch_size', self.batch_size, 1, 20)
         check_int('claim_ttl', self.claim_ttl, MIN_CLAIM_TTL, 12 * 3600)
         check_int('claim_grace', self.claim_grace, MIN_CLAIM_TTL, 12 * 3600)
+        if self.claim_renew_interval is not None:
+            check_seconds('claim_renew_interval', self.claim_renew_interval,
+                          0.1, self.claim_ttl - 1)
         check_int('max_attempts', self.max_attempts, 1, 1000)
         check_int('retry_delay', self.retry_delay, 0, 14 * DAY)
         check_int('event_ttl', self.event_ttl, 60, 14 * DAY)

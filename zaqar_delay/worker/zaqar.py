@@ -75,9 +75,15 @@ class Connection:
             yield message
 
     def get_many(self, name, ids):
+        """The messages among ``ids`` that exist (Zaqar answers 404 when
+        none of a page does)."""
         out = []
         for start in range(0, len(ids), PAGE):
-            out.extend(self.queue(name).messages(*ids[start:start + PAGE]))
+            try:
+                out.extend(self.queue(name).messages(
+                    *ids[start:start + PAGE]))
+            except NotFound:
+                pass
         return out
 
     def delete(self, name, message_id, claim_id=None):
