@@ -20,6 +20,11 @@ class PaymentCheck:
     order: int
 
 
+@dataclasses.dataclass
+class Refund:
+    order: int
+
+
 @pytest.fixture
 def app(zaqar_url, project):
     made = make_app(zaqar_url, project)
@@ -180,3 +185,31 @@ def test_close_under_load_loses_nothing(zaqar_url, project):
     finally:
         second.close(10)
     assert sorted(handled) == list(range(200))    # none lost, none twice
+
+
+def test_bad_events_are_refused_and_nothing_is_posted(app):
+    good = {'n': 1}
+    with pytest.raises(Exception, match='not JSON-serialisable'):
+        app.enqueue_many([good, {'n': object()}], type='Strict')
+    with pytest.raises(Exception, match='one type'):
+        app.enqueue_many([PaymentCheck(1), Refund(2)])
+    with pytest.raises(Exception, match='needs type='):
+        app.enqueue(good)
+    for delay in (-1, True, 1.5):
+        with pytest.raises(ValueError, match='delay must be an integer'):
+            app.enqueue(good, type='Strict', delay=delay)
+    assert app.connection.stats('t-Strict')['total'] == 0
+    assert app.counts.snapshot('Strict') == {}
+
+
+def test_removed_handler_stops_handling(app):
+    seen = []
+    app.add_handler('Gone', seen.append)
+    app.start()
+    app.enqueue({'n': 1}, type='Gone')
+    assert wait_for(lambda: seen, 10)
+    assert app.remove_handler('Gone') is True
+    app.enqueue({'n': 2}, type='Gone')
+    time.sleep(1)
+    assert seen == [{'n': 1}]
+    assert app.connection.stats('t-Gone')['free'] == 1
