@@ -86,6 +86,25 @@ def lateness(url, count, poll_interval):
     return statistics.median(late), late[int(0.99 * (len(late) - 1))]
 
 
+def throughput(url, args, parallelisms):
+    plain, ours = [], {p: [] for p in parallelisms}
+    for _ in range(args.rounds):
+        plain.append(plain_loop(url, args.events))
+        for p in parallelisms:
+            ours[p].append(worker(url, args.events, p))
+    base = statistics.median(plain)
+    print('events/s, one process, no-op handler, claim batch {}, '
+          'median of {} rounds of {} events'.format(
+              BATCH, args.rounds, args.events))
+    print('{:<42}{:>10.0f}'.format(
+        'plain python-zaqarclient claim/delete', base))
+    for p in parallelisms:
+        rate = statistics.median(ours[p])
+        print('{:<42}{:>10.0f}   ratio {:.2f}x'.format(
+            'zaqar-delay-worker, parallelism %d' % p, rate,
+            rate / base), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--events', type=int, default=2000)
@@ -94,6 +113,8 @@ def main(argv=None):
                         help='worker handler parallelism (repeatable; '
                              'default 1 and 4)')
     parser.add_argument('--late-events', type=int, default=200)
+    parser.add_argument('--no-throughput', action='store_true',
+                        help='measure delay accuracy only')
     args = parser.parse_args(argv)
     parallelisms = args.parallelism or [1, 4]
     with RedisServer() as redis:
@@ -101,31 +122,16 @@ def main(argv=None):
             'uri': redis.url.replace('redis://', 'delay.redis://')}).start()
         try:
             url = server.url
-            plain, ours = [], {p: [] for p in parallelisms}
-            for _ in range(args.rounds):
-                plain.append(plain_loop(url, args.events))
-                for p in parallelisms:
-                    ours[p].append(worker(url, args.events, p))
-            base = statistics.median(plain)
-            print('events/s, one process, no-op handler, claim batch {}, '
-                  'median of {} rounds of {} events'.format(
-                      BATCH, args.rounds, args.events))
-            print('{:<42}{:>10.0f}'.format(
-                'plain python-zaqarclient claim/delete', base))
-            for p in parallelisms:
-                rate = statistics.median(ours[p])
-                print('{:<42}{:>10.0f}   ratio {:.2f}x'.format(
-                    'zaqar-delay-worker, parallelism %d' % p, rate,
-                    rate / base))
+            if not args.no_throughput:
+                throughput(url, args, parallelisms)
             print('\ndelay accuracy: seconds late after due ({} events, '
                   'delays 1-5 s)'.format(args.late_events))
             for poll in (1.0, 0.1):
                 median, p99 = lateness(url, args.late_events, poll)
                 print('poll_interval {:<5} median {:.3f}   p99 {:.3f}'.format(
-                    poll, median, p99))
+                    poll, median, p99), flush=True)
         finally:
             server.stop()
-
 
 if __name__ == '__main__':
     main()

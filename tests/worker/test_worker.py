@@ -213,3 +213,20 @@ def test_removed_handler_stops_handling(app):
     time.sleep(1)
     assert seen == [{'n': 1}]
     assert app.connection.stats('t-Gone')['free'] == 1
+
+
+def test_claimed_events_that_never_started_are_released(app):
+    # close() shuts the handler pool while a claim may be on the wire; the
+    # events that claim returns must go back, not wait for claim expiry.
+    calls = []
+    handler = app.add_handler('Late', calls.append, parallelism=3)
+    app.enqueue_many([{'n': n} for n in range(3)], type='Late')
+    app._ensure_event_queue('t-Late', app._retry_policy(handler))
+    from zaqar_delay.worker import runner
+    typed = runner.TypeRunner(app.connection, handler, 't-Late',
+                              app.settings, app.metrics)
+    typed._pool.shutdown()
+    assert typed._claim(3) is True
+    stats = app.connection.stats('t-Late')
+    assert (stats['claimed'], stats['total'], typed.busy) == (0, 3, 0)
+    assert calls == []
