@@ -27,7 +27,7 @@ class DeadLetter:
     type: str
     data: object
     context: dict
-    #: seconds since the event was moved to the dead-letter queue
+    #: the age (s) Zaqar reports for it in the dead-letter queue
     age: int
     attempts: int
 
