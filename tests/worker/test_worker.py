@@ -132,7 +132,10 @@ def test_async_enqueue_and_coroutine_handlers(app):
 
 
 def test_a_long_handler_keeps_its_claim_renewed(zaqar_url, project):
-    app = make_app(zaqar_url, project, claim_renew_interval=1)
+    # A free slot and a long poll interval: the idle claim loop must still
+    # wake up to renew.
+    app = make_app(zaqar_url, project, claim_renew_interval=1,
+                   poll_interval=30)
     ages = []
 
     def slow(event):
@@ -142,10 +145,10 @@ def test_a_long_handler_keeps_its_claim_renewed(zaqar_url, project):
             time.sleep(0.5)
             ages.append(claim.age)
 
-    app.add_handler('Slow', slow)
+    app.add_handler('Slow', slow, parallelism=2)
+    app.enqueue({}, type='Slow')
     app.start()
     try:
-        app.enqueue({}, type='Slow')
         assert wait_for(lambda: app.counts.snapshot('Slow').get('handled'),
                         20)
     finally:

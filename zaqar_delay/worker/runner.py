@@ -76,19 +76,25 @@ class TypeRunner:
     # -- claim loop ----------------------------------------------------
 
     def _loop(self):
+        # Wake at least every ``tick`` to renew claims, even while an idle
+        # queue waits out ``poll_interval``.
         tick = min(self.settings.poll_interval,
                    self.settings.renew_interval / 2)
+        next_claim = 0
         while True:
             self._renew()
             with self._cond:
+                now = time.monotonic()
                 if self._stopping.is_set():
-                    if self._busy == 0 or time.monotonic() > self._deadline:
+                    if self._busy == 0 or now > self._deadline:
                         return
                     self._cond.wait(tick)
                     continue
                 free = self.handler.parallelism - self._busy
-                if free <= 0:
-                    self._cond.wait(tick)
+                if free <= 0 or now < next_claim:
+                    # A finished handler or close() notifies.
+                    self._cond.wait(tick if free <= 0
+                                    else min(tick, next_claim - now))
                     continue
             try:
                 got = self._claim(min(self.settings.batch_size, free))
@@ -96,7 +102,7 @@ class TypeRunner:
                 LOG.exception('claim on %s failed; retrying', self.queue)
                 got = False
             if not got:
-                self._stopping.wait(self.settings.poll_interval)
+                next_claim = time.monotonic() + self.settings.poll_interval
 
     def _claim(self, limit):
         claim, messages = self.connection.claim(
