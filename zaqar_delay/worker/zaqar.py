@@ -31,6 +31,9 @@ class Connection:
         return self.client.queue(name, auto_create=False)
 
     def _call(self, function, *args, **kwargs):
+        # zaqarclient's own way to call its core functions; Queue.metadata()
+        # would drop every key it is not given, and stats on a missing
+        # queue need the 404 to answer zeros.
         req, trans = self.client._request_and_transport()
         return function(trans, req, *args, **kwargs)
 
