@@ -1,9 +1,11 @@
 """Runs one event type's handler: claims, hands out, acks, retries.
 
-A claim never takes more events than there are free handler slots, so
-what a worker holds is what it is running (plus, for an instant, what it
-is about to start). Each event is acknowledged (deleted under its claim)
-as soon as its handler succeeds. Zaqar releases claims, not messages: a
+A claim of ``batch_size`` events is made whenever a handler slot is free
+(as a plain claim-then-delete loop would, so the worker costs no more
+requests per event); the events of a batch wait in the pool's queue for a
+slot, under a claim that is renewed while any of them is pending, and
+close() releases those that never started. Each event is acknowledged
+(deleted under its claim) as soon as its handler succeeds. Zaqar releases claims, not messages: a
 failed event is released with its claim once every other event of that
 claim has finished, and is then due again after the queue's
 ``_redelivery_delay``; after ``_max_claim_count`` claims the server moves
@@ -97,7 +99,7 @@ class TypeRunner:
                                     else min(tick, next_claim - now))
                     continue
             try:
-                got = self._claim(min(self.settings.batch_size, free))
+                got = self._claim(self.settings.batch_size)
             except Exception:
                 LOG.exception('claim on %s failed; retrying', self.queue)
                 got = False

@@ -37,7 +37,7 @@ class Settings:
 
     #: seconds between claims while a type's queue has nothing due
     poll_interval: float = 1.0
-    #: most events taken by one claim (never more than free handler slots)
+    #: events taken by one claim, made whenever a handler slot is free
     batch_size: int = 10
     #: claim ttl and grace (Zaqar's minimum for both is 60); a handler
     #: running longer has its claim renewed
