@@ -11,7 +11,9 @@ import sys
 import time
 
 import pytest
+import requests
 
+from tests.servers.redis_server import free_port
 from tests.worker.helpers import make_app
 from tests.worker.helpers import wait_for
 from zaqar_delay.worker import cli
@@ -136,3 +138,36 @@ def test_app_spec_errors_are_clear():
         cli.load_app('no_colon')
     with pytest.raises(SystemExit, match='is not a zaqar_delay.worker.App'):
         cli.load_app('tests.worker.helpers:FAST')
+
+
+def test_worker_serves_prometheus_metrics_and_stops_on_sigterm(
+        environment, zaqar_url, project, tmp_path):
+    port = free_port()
+    producer = make_app(zaqar_url, project)
+    producer.enqueue_many([{'n': n} for n in range(5)], type='Tick')
+    out = open(tmp_path / 'prom.out', 'wb')
+    worker = subprocess.Popen(
+        [sys.executable, '-m', 'zaqar_delay.worker.cli',
+         'tests.worker.apps:prometheus_app', '--metrics-port', str(port)],
+        cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
+    metric = 'zaqar_delay_worker_handled_total{type="Tick"} 5.0'
+
+    def scrape():
+        try:
+            return requests.get('http://127.0.0.1:%d/metrics' % port,
+                                timeout=5).text
+        except requests.ConnectionError:
+            return ''
+
+    try:
+        assert metric in wait_for(lambda: metric in scrape() and scrape(),
+                                  60, step=0.2)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0
+    plain = subprocess.run(
+        [sys.executable, '-m', 'zaqar_delay.worker.cli',
+         'tests.worker.apps:base_app', '--metrics-port', str(port)],
+        cwd=ROOT, env=environment, capture_output=True, text=True)
+    assert plain.returncode != 0
+    assert 'metrics=PrometheusMetrics()' in plain.stderr
