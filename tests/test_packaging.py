@@ -64,3 +64,13 @@ def test_api_ref_parameters_are_all_defined():
                                re.M))
         assert inc.name in (source / 'index.rst').read_text()
     assert used and used <= defined, used - defined
+
+
+def test_worker_console_scripts_and_extras():
+    scripts = entry_points('console_scripts')
+    from zaqar_delay.worker import cli
+    assert scripts['zaqar-delay-worker'].load() is cli.worker_main
+    assert scripts['zaqar-delay-dead-letters'].load() is \
+        cli.dead_letters_main
+    extras = metadata.metadata('zaqar-delay').get_all('Provides-Extra')
+    assert {'worker', 'prometheus'} <= set(extras)

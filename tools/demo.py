@@ -1,11 +1,14 @@
 """A local Zaqar on the zaqar-delay Redis driver, and a short tour of it:
-delayed delivery, bad input, message groups and dead-lettering.
+delayed delivery, bad input, message groups and dead-lettering; then the
+delayed-event worker library (zaqar_delay.worker) on the same Zaqar.
 
 Starts its own redis-server and ``zaqar-server`` on free loopback ports,
 then talks to Zaqar's unchanged v2 REST API as any client would.
 """
 
 import argparse
+import dataclasses
+import logging
 import os
 import sys
 import time
@@ -18,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 
 from tests.servers.redis_server import RedisServer  # noqa: E402
 from tests.servers.zaqar_server import ZaqarServer  # noqa: E402
+from zaqar_delay import worker  # noqa: E402
 
 
 class Api:
@@ -111,6 +115,55 @@ def tour(api):
         'echo': 'true'})['messages']))
 
 
+@dataclasses.dataclass
+class PaymentCheck:
+    order: int
+
+
+def worker_tour(url):
+    show('Delayed-event worker: a delayed event, a retried failure, a dead '
+         'letter')
+    # The handlers below print their failures; keep the tracebacks out.
+    logging.getLogger('zaqar_delay.worker').setLevel(logging.CRITICAL)
+    app = worker.App(url, project='demo', prefix='demo-',
+                     settings=worker.Settings(poll_interval=0.2,
+                                              retry_delay=1, max_attempts=2))
+    started = time.monotonic()
+
+    def check(event):
+        print('  {:4.1f} s  PaymentCheck order={} context={}'.format(
+            time.monotonic() - started, event.order,
+            dict(worker.event_context())))
+
+    def refund(event):
+        print('  {:4.1f} s  Refund {} fails (refund service down)'.format(
+            time.monotonic() - started, event))
+        raise RuntimeError('refund service down')
+
+    app.add_handler(PaymentCheck, check, parallelism=2)
+    app.add_handler('Refund', refund)
+    app.start()
+    try:
+        app.enqueue(PaymentCheck(order=42), delay=3,
+                    context={'trace': 'a1b2'})
+        app.enqueue({'order': 7}, type='Refund')
+        print('enqueued PaymentCheck (delay 3 s) and Refund (due now, 2 '
+              'attempts, 1 s apart)')
+        deadline = time.monotonic() + 15
+        while (time.monotonic() < deadline
+               and not (app.dead_letters('Refund')
+                        and app.counts.snapshot('PaymentCheck').get(
+                            'handled'))):
+            time.sleep(0.2)
+        for letter in app.dead_letters('Refund'):
+            print('dead letter:', letter.type, letter.data, 'after',
+                  letter.attempts, 'attempts')
+        app.refresh_stats()
+        print('progress:   ', app.progress())
+    finally:
+        app.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--serve', action='store_true',
@@ -123,6 +176,7 @@ def main():
             print('Zaqar (message_store = delay.redis) at', zaqar.url)
             print('its zaqar.conf:', zaqar.config)
             tour(Api(zaqar.url))
+            worker_tour(zaqar.url)
             if args.serve:
                 print('\nServing at {} (project header X-Project-ID); '
                       'Ctrl-C stops.'.format(zaqar.url))
