@@ -22,6 +22,9 @@ LOG = logging.getLogger(__name__)
 # unfinished dead-letter move must be before gc finishes it.
 GC_BATCH = 1000
 GC_OUTBOX_AGE_MS = 60 * 1000
+# Added to the computed retry span: a retry's request may sit in the
+# socket's send buffer, or in Redis' queue behind a slow script.
+RETRY_MARGIN_MS = 10 * 1000
 
 
 class DataDriver(base.DataDriver):
@@ -45,6 +48,20 @@ class DataDriver(base.DataDriver):
     @decorators.lazy_property(write=False)
     def scripts(self):
         return scripts.QueueScripts(self.connection)
+
+    @property
+    def retry_span_ms(self):
+        """How long after a call a retry of it may still arrive: every
+        attempt timing out, plus the sleeps between them."""
+        conf = self.store_conf
+        attempts = conf.max_reconnect_attempts
+        sleeps = conf.reconnect_sleep * (2 ** attempts - 1)
+        return int(((attempts + 1) * conf.socket_timeout + sleeps) * 1000
+                   ) + RETRY_MARGIN_MS
+
+    @property
+    def deleted_id_memory_ms(self):
+        return self.store_conf.deleted_id_memory * 1000
 
     def use_clock(self, clock):
         """Tests only: take "now" (epoch ms) from ``clock()`` instead of

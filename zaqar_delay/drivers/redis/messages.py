@@ -58,7 +58,8 @@ class MessageController(controller.MessageController):
         return wire.messages(now, flat)
 
     def _delete(self, queue, project, message_id, claim_id):
-        code = self._run('delete', queue, project, message_id, claim_id or '')
+        code = self._run('delete', queue, project, message_id, claim_id or '',
+                         self.driver.deleted_id_memory_ms)
         if code == 2:
             raise storage_errors.MessageNotClaimedBy(message_id, claim_id)
         if code in _DELETE_ERRORS:
@@ -68,7 +69,8 @@ class MessageController(controller.MessageController):
         if not message_ids:
             return
         claim_ids = claim_ids or []
-        result = self._run('bulk_delete', queue, project, len(claim_ids),
+        result = self._run('bulk_delete', queue, project,
+                           self.driver.deleted_id_memory_ms, len(claim_ids),
                            *claim_ids, *message_ids)
         if result[0] == 1:
             raise storage_errors.ClaimDoesNotMatch(
@@ -115,7 +117,8 @@ class MessageController(controller.MessageController):
     def gc(self, queue, project, batch, outbox_age_ms):
         """Settle one queue; finish moves a crashed node left midway."""
         dropped, abandoned = self._run('gc', queue, project, batch,
-                                       outbox_age_ms)
+                                       outbox_age_ms,
+                                       self.driver.deleted_id_memory_ms)
         outbox.transfer(self.driver, queue, project,
                         [wire.text(mid) for mid in abandoned])
         return dropped
