@@ -26,8 +26,6 @@ message per group per pop too.
 import json
 import uuid
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import controller
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
@@ -135,7 +133,8 @@ class ClaimController(controller.ClaimController):
                            groups.groups_of(docs), now)
 
     def _move_to(self, dlq, project, policy, held, docs, now):
-        dlq_policy = self._dlq_policy(dlq, project)
+        dlq_policy = self.driver.message_controller.target_policy(dlq,
+                                                                  project)
         first = state.reserve_positions(self.driver.counters, dlq, project,
                                         len(docs))
         joined = []
@@ -157,13 +156,6 @@ class ClaimController(controller.ClaimController):
                                       {'$set': changes, '$unset': removed})
             joined.append(group)
         groups.advance_all(self.driver, dlq, project, joined, now)
-
-    def _dlq_policy(self, dlq, project):
-        try:
-            return self.driver.message_controller.policy(dlq, project)
-        except storage_errors.QueueDoesNotExist:
-            self.driver.queue_controller.create(dlq, project=project)
-            return rules.QueuePolicy()
 
     def _get_claim(self, queue, project, claim_id):
         now = self.driver.now()

@@ -10,8 +10,6 @@ duplicate.
 
 import json
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import rules
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import wire
@@ -37,7 +35,7 @@ def transfer(driver, queue, project, message_ids):
             (mid, body_json, int(ttl), int(delay)))
     messages = driver.message_controller
     for (target, client_uuid), entries in batches.items():
-        policy = _target_policy(driver, target, project)
+        policy = driver.message_controller.target_policy(target, project)
         moved = [rules.NewMessage(
             id=mid, ttl=ttl, delay=delay, body=json.loads(body_json),
             body_json=body_json,
@@ -45,13 +43,3 @@ def transfer(driver, queue, project, message_ids):
             for mid, body_json, ttl, delay in entries]
         messages._insert(target, project, moved, client_uuid)
     driver.run_script('outbox_done', queue, project, *message_ids)
-
-
-def _target_policy(driver, target, project):
-    """The target's policy; a missing dead-letter queue is created, as a
-    message must never be stranded for want of its destination."""
-    try:
-        return driver.message_controller.policy(target, project)
-    except storage_errors.QueueDoesNotExist:
-        driver.queue_controller.create(target, project=project)
-        return rules.QueuePolicy()

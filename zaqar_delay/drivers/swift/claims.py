@@ -17,8 +17,6 @@ dead-lettered, gone) files the next member, and the claim lists again.
 import json
 import uuid
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import controller
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
@@ -196,11 +194,7 @@ class ClaimController(controller.ClaimController):
         dlq = policy.dead_letter_queue
         if dlq is not None:
             messages_ctrl = self.driver.message_controller
-            try:
-                dlq_policy = messages_ctrl.policy(dlq, project)
-            except storage_errors.QueueDoesNotExist:
-                self.driver.queue_controller.create(dlq, project=project)
-                dlq_policy = rules.QueuePolicy()
+            dlq_policy = messages_ctrl.target_policy(dlq, project)
             by_client = {}
             for message in messages:
                 body_json = json.dumps(message.body, ensure_ascii=False,
