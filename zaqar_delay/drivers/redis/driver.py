@@ -106,14 +106,17 @@ class DataDriver(base.DataDriver):
         """Settle every known queue: expired claims, due and expired
         messages, unfinished dead-letter moves. Safe on several hosts at
         once: each step is an atomic script."""
-        dropped = 0
-        for tag in self.guarded(lambda: list(
-                self.connection.sscan_iter(keys.QUEUE_REGISTRY))):
-            project, queue = _untag(tag.decode())
-            dropped += self.message_controller.gc(
-                queue, project, GC_BATCH, GC_OUTBOX_AGE_MS)
+        tags = self.guarded(lambda: list(
+            self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
+        dropped = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
+
+    def _gc_one(self, tag):
+        project, queue = _untag(tag)
+        return ('queue {!r} of project {!r}'.format(queue, project),
+                functools.partial(self.message_controller.gc, queue, project,
+                                  GC_BATCH, GC_OUTBOX_AGE_MS))
 
 
 def _untag(tag):
