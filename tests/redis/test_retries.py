@@ -173,3 +173,25 @@ def test_a_claim_result_is_kept_only_for_the_retry_span(driver, raw,
 
 def test_redis_py_does_not_retry_on_its_own(driver):
     assert driver.connection.get_retry().get_retries() == 0
+
+
+def test_a_post_racing_queue_deletion_stays_known_to_gc(
+        driver, raw, project, clock, monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'before')
+    original = driver.unregister_queue
+
+    def post_lands_first(queue, project):
+        # The post's script and registration both land after the last
+        # purge call, just before the purge unregisters the queue.
+        post(driver, 'q', project, 'racing', ttl=60)
+        original(queue, project)
+
+    monkeypatch.setattr(driver, 'unregister_queue', post_lands_first)
+    driver.message_controller._purge_queue('q', project)
+    tag = keys.queue_tag('q', project).encode()
+    assert raw.sismember(keys.QUEUE_REGISTRY, tag)
+    clock.advance(61)
+    assert driver.gc() >= 1
+    assert raw.exists(keys.queue_prefix('q', project) + ':msgs') == 0
+

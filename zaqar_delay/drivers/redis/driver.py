@@ -89,9 +89,20 @@ class DataDriver(base.DataDriver):
                 return pipe.execute()
         return self.guarded(send)
 
+    def register_queue(self, queue, project):
+        self.guarded(lambda: self.connection.sadd(
+            keys.QUEUE_REGISTRY, keys.queue_tag(queue, project)))
+
     def unregister_queue(self, queue, project):
         self.guarded(lambda: self.connection.srem(
             keys.QUEUE_REGISTRY, keys.queue_tag(queue, project)))
+
+    def has_messages(self, queue, project):
+        """True if the queue holds messages or outbox entries."""
+        queue_keys = dict(zip(keys.QUEUE_KEY_SUFFIXES,
+                              keys.queue_keys(queue, project)))
+        return bool(self.guarded(lambda: self.connection.exists(
+            queue_keys['msgs'], queue_keys['outbox'])))
 
     def is_alive(self):
         try:

@@ -33,8 +33,11 @@ class MessageController(controller.MessageController):
         registry_entry = keys.queue_tag(queue, project)
 
         def post(pipe):
-            pipe.sadd(keys.QUEUE_REGISTRY, registry_entry)
+            # Stored first, registered second: a post racing the queue's
+            # deletion is then registered again after the purge has
+            # unregistered the queue (see _purge_queue), so gc finds it.
             self._run('post', queue, project, *args, client=pipe)
+            pipe.sadd(keys.QUEUE_REGISTRY, registry_entry)
 
         self.driver.pipelined(post)
 
@@ -84,6 +87,10 @@ class MessageController(controller.MessageController):
         while self._run('purge', queue, project, PURGE_BATCH):
             pass
         self.driver.unregister_queue(queue, project)
+        # A post that landed after the last purge call but registered the
+        # queue before the line above: its messages must stay known to gc.
+        if self.driver.has_messages(queue, project):
+            self.driver.register_queue(queue, project)
 
     def _stats(self, queue, project):
         (now, total, claimed, delayed, oldest, newest, groups,
