@@ -195,3 +195,14 @@ def test_a_post_racing_queue_deletion_stays_known_to_gc(
     assert driver.gc() >= 1
     assert raw.exists(keys.queue_prefix('q', project) + ':msgs') == 0
 
+
+def test_the_health_report_says_whether_aof_is_on(driver, raw):
+    assert raw.config_get('appendonly') == {'appendonly': 'no'}
+    persistence = driver._health()['persistence']
+    assert persistence['aof_enabled'] is False
+    assert 'AOF' in persistence['warning']
+    raw.config_set('appendonly', 'yes')
+    try:
+        assert driver._health()['persistence'] == {'aof_enabled': True}
+    finally:
+        raw.config_set('appendonly', 'no')

@@ -8,6 +8,7 @@ from zaqar.common import decorators
 from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
+from zaqar_delay import errors
 from zaqar_delay.conf import redis as redis_conf
 from zaqar_delay.drivers.redis import claims
 from zaqar_delay.drivers.redis import connection
@@ -103,6 +104,31 @@ class DataDriver(base.DataDriver):
                               keys.queue_keys(queue, project)))
         return bool(self.guarded(lambda: self.connection.exists(
             queue_keys['msgs'], queue_keys['outbox'])))
+
+    def _health(self):
+        health = super()._health()
+        health['persistence'] = self.persistence()
+        return health
+
+    def persistence(self):
+        """Whether Redis keeps what it acknowledged across a restart.
+
+        Every guarantee of this driver (no acknowledged message lost, no
+        deleted message back) holds across a Redis restart only with the
+        append-only file on (``appendonly yes``, ``appendfsync everysec`` or
+        ``always``); with RDB snapshots alone a restart rolls the queues
+        back to the last snapshot."""
+        try:
+            info = self.guarded(lambda: self.connection.info('persistence'))
+        except errors.BackendUnavailable as exc:
+            return {'aof_enabled': None, 'error': str(exc)}
+        report = {'aof_enabled': bool(int(info.get('aof_enabled', 0)))}
+        if not report['aof_enabled']:
+            report['warning'] = (
+                'Redis append-only file (AOF) is off: a Redis restart loses '
+                'messages posted, and brings back messages deleted or '
+                'claimed, since the last RDB snapshot.')
+        return report
 
     def is_alive(self):
         try:
