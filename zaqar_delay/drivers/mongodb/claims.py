@@ -27,6 +27,7 @@ import json
 import uuid
 
 from zaqar_delay import controller
+from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
@@ -35,6 +36,8 @@ from zaqar_delay.drivers.mongodb import state
 
 # Seconds a popped message stays claimed if the pop dies before deleting.
 POP_CLAIM_TTL = 30
+# Tries of a pop's delete before the pop fails (see _delete_popped).
+POP_DELETE_ATTEMPTS = 3
 
 
 class ClaimController(controller.ClaimController):
@@ -64,9 +67,7 @@ class ClaimController(controller.ClaimController):
                                grace, limit, policy)
         if mode == 'pop' or not taken:
             if taken:
-                self._messages.delete_many({
-                    '_id': {'$in': [doc['_id'] for doc in taken]},
-                    f.CLAIM: claim_id})
+                self._delete_popped(claim_id, taken)
                 groups.advance_all(self.driver, queue, project,
                                    groups.groups_of(taken), now)
             self._claims.delete_one({'_id': claim_id})
@@ -156,6 +157,23 @@ class ClaimController(controller.ClaimController):
                                       {'$set': changes, '$unset': removed})
             joined.append(group)
         groups.advance_all(self.driver, dlq, project, joined, now)
+
+    def _delete_popped(self, claim_id, taken):
+        """Delete a pop's batch, which is in hand: a delete whose reply was
+        lost is sent again (deleting by id and claim is idempotent) and
+        the batch returned, never dropped unseen. pymongo does not retry
+        multi-document writes itself."""
+        for attempt in range(POP_DELETE_ATTEMPTS):
+            try:
+                self._messages.delete_many({
+                    '_id': {'$in': [doc['_id'] for doc in taken]},
+                    f.CLAIM: claim_id})
+                return
+            except errors.BackendUnavailable:
+                if attempt == POP_DELETE_ATTEMPTS - 1:
+                    # Still claimed under the pop's short claim if the
+                    # delete never happened: redelivered, not lost.
+                    raise
 
     def _get_claim(self, queue, project, claim_id):
         now = self.driver.now()
