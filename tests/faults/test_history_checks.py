@@ -117,3 +117,27 @@ def test_counts_operations_and_faults():
     assert report['operations'] == {'pop ok': 1, 'post ok': 1}
     assert report['faults'] == {'redis_stall': 1}
     assert report['messages']['consumed'] == 1
+
+
+def test_an_exception_that_is_not_a_storage_error_is_a_violation():
+    record = delete('a', 1.1, outcome='crash')
+    assert violations([post('a', 0), claim('a', 1), record,
+                       claim('a', 3.5), delete('a', 3.6)]) == {
+        'not_a_storage_error': 1}
+
+
+def test_outcomes_are_classified_by_what_the_store_may_have_done():
+    from zaqar.storage import errors as storage_errors
+
+    from zaqar_delay import errors
+    assert history.classify(storage_errors.MessageIsClaimed('m')) == (
+        'refused')
+    assert history.classify(errors.BackendUnavailable(
+        backend='Redis', reason='timeout')) == 'error'
+    assert history.classify(TypeError('x')) == 'crash'
+
+
+def test_a_message_whose_delete_failed_is_not_lost():
+    # the consumer had it and asked to delete it: the delete may have run
+    assert violations([post('a', 0), claim('a', 1),
+                       delete('a', 1.1, outcome='error')]) == {}
