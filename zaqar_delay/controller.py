@@ -49,22 +49,41 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def policy(self, queue, project):
         """The queue's validated policy; raises QueueDoesNotExist."""
         metadata = self.driver.queue_controller.get_metadata(queue, project)
+        return self.check_metadata(queue, metadata)
+
+    def check_metadata(self, queue, metadata):
+        """The policy ``metadata`` gives queue ``queue``; raises
+        InvalidInput, naming the attribute, if it is not valid."""
         return rules.QueuePolicy.from_metadata(
-            metadata, self._limits.max_message_delay)
+            metadata, self._limits.max_message_delay, queue=queue)
+
+    def target_policy(self, target, project):
+        """The policy of a queue that dead letters or a moved group are
+        copied into. A missing one is created; one whose metadata is not
+        valid takes them ungrouped (rules.QueuePolicy.for_arrivals): a
+        message must never be stranded or lost because of its target."""
+        try:
+            metadata = self.driver.queue_controller.get_metadata(target,
+                                                                 project)
+        except storage_errors.QueueDoesNotExist:
+            self.driver.queue_controller.create(target, project=project)
+            metadata = {}
+        return rules.QueuePolicy.for_arrivals(metadata)
 
     # -- Zaqar's API -------------------------------------------------------
 
     def post(self, queue, messages, client_uuid, project=None):
         policy = self.policy(queue, project)
         prepared = rules.prepare_messages(messages, policy,
-                                          self._limits.max_message_delay)
+                                          self._limits.max_message_delay,
+                                          self._limits.max_message_ttl)
         self._insert(queue, project, prepared, str(client_uuid))
         return [message.id for message in prepared]
 
     def list(self, queue, project=None, marker=None,
              limit=storage.DEFAULT_MESSAGES_PER_PAGE, echo=False,
              client_uuid=None, include_claimed=False, include_delayed=False):
-        rules.check_limit(limit)
+        rules.check_limit(limit, self._limits.max_messages_per_page)
         messages, next_marker = self._list(
             queue, project, _parse_marker(marker), limit, bool(echo),
             None if client_uuid is None else str(client_uuid),
@@ -99,7 +118,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                           list(claim_ids) if claim_ids else None)
 
     def pop(self, queue, limit, project=None):
-        rules.check_limit(limit)
+        rules.check_limit(limit, self._limits.max_messages_per_claim_or_pop)
         return self._pop(queue, project, limit, self.policy(queue, project))
 
     # -- message groups (SPEC §4) -------------------------------------------
@@ -206,10 +225,21 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
     """Zaqar's claim API on top of a backend's primitives."""
 
+    def __init__(self, driver):
+        super().__init__(driver)
+        zd_conf.register(driver.conf, limits)
+        self._limits = driver.conf[limits.GROUP_NAME]
+
+    def _check_claim(self, metadata):
+        """(ttl, grace) of claim metadata, within Zaqar's limits."""
+        return rules.check_claim_metadata(metadata,
+                                          self._limits.max_claim_ttl,
+                                          self._limits.max_claim_grace)
+
     def create(self, queue, metadata, project=None,
                limit=storage.DEFAULT_MESSAGES_PER_CLAIM):
-        ttl, grace = rules.check_claim_metadata(metadata)
-        rules.check_limit(limit)
+        ttl, grace = self._check_claim(metadata)
+        rules.check_limit(limit, self._limits.max_messages_per_claim_or_pop)
         policy = self.driver.message_controller.policy(queue, project)
         claim_id, messages = self._claim(queue, project, ttl, grace, limit,
                                          policy)
@@ -224,7 +254,7 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
         return found
 
     def update(self, queue, claim_id, metadata, project=None):
-        ttl, grace = rules.check_claim_metadata(metadata)
+        ttl, grace = self._check_claim(metadata)
         if not self._renew(queue, project, claim_id, ttl, grace):
             raise storage_errors.ClaimDoesNotExist(claim_id, queue, project)
 

@@ -5,11 +5,15 @@ classes; this base registers the options (the backend's and the shared
 limits), builds each controller once, and reports health the same way.
 """
 
+from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
+from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
 from zaqar_delay.conf import limits
+
+LOG = logging.getLogger(__name__)
 
 
 class DataDriver(storage.DataDriverBase):
@@ -39,6 +43,26 @@ class DataDriver(storage.DataDriverBase):
     def _health(self):
         return {'storage_reachable': self.is_alive(),
                 'operation_status': self._get_operation_status()}
+
+    def gc_each(self, queues):
+        """Run ``settle()`` for each ``(name, settle)`` of ``queues``,
+        isolated: a queue that fails is logged with its name and the reason
+        and skipped, so no queue can stop gc for the others. An unreachable
+        store stops the pass (the error is raised; zaqar-delay-gc backs off
+        and tries again). Returns the sum of what ``settle`` returned."""
+        dropped = skipped = 0
+        for name, settle in queues:
+            try:
+                dropped += settle()
+            except Exception as exc:
+                if (isinstance(exc, storage_errors.ConnectionError)
+                        and not self.is_alive()):
+                    raise
+                skipped += 1
+                LOG.error('gc skipped %s: %s', name, exc)
+        if skipped:
+            LOG.warning('gc skipped %d queues this pass', skipped)
+        return dropped
 
     @decorators.lazy_property(write=False)
     def message_controller(self):

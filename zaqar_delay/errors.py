@@ -17,6 +17,17 @@ class InvalidInput(storage_errors.ExceptionBase, validation.ValidationFailed):
         Exception.__init__(self, message)
 
 
+class RefusedQueueAttributes(InvalidInput, storage_errors.FlavorDoesNotExist):
+    """Queue metadata refused when a queue is created (``PUT``).
+
+    Zaqar's v2 ``PUT /queues/{name}`` answers 503 to every storage error
+    but FlavorDoesNotExist, which it answers with 400 and the error's text;
+    deriving from it is the only way a data driver's stage can refuse a
+    queue's metadata with a 400. ``PATCH`` answers ValidationFailed with 400
+    (and DoesNotExist with 404), so it gets a plain InvalidInput.
+    """
+
+
 def invalid_field(field, value, expected):
     return InvalidInput('{} must be {}; got {!r}'.format(
         field, expected, value))

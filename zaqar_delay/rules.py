@@ -9,6 +9,8 @@ import dataclasses
 import json
 import uuid
 
+from zaqar.transport import validation
+
 from zaqar_delay import errors
 
 # Queue metadata keys that zaqar-delay reads, besides Zaqar's own.
@@ -24,7 +26,9 @@ REDELIVERY_DELAY = '_redelivery_delay'
 MAX_GROUP_KEY_LENGTH = 256
 # Longest group id, counted on its JSON encoding.
 MAX_GROUP_ID_LENGTH = 256
-MAX_QUEUE_NAME_LENGTH = 64
+# Zaqar's own rule, so every queue we name can be addressed over its API.
+MAX_QUEUE_NAME_LENGTH = validation.QUEUE_NAME_MAX_LEN
+QUEUE_NAME_REGEX = validation.QUEUE_NAME_REGEX
 
 
 def is_strict_int(value):
@@ -61,12 +65,13 @@ class QueuePolicy:
         return self.default_delay > 0
 
     @classmethod
-    def from_metadata(cls, metadata, max_delay):
-        """Parse and strictly validate queue metadata.
+    def from_metadata(cls, metadata, max_delay, queue=None):
+        """Parse and strictly validate the metadata of queue ``queue``.
 
         Unset or ``None`` values mean "feature off". Zaqar's own transport
         validates some of these keys loosely (it lets ``True`` through as a
-        delay); this is the check every backend relies on.
+        delay); this is the check every backend relies on, when metadata is
+        set (stages.py) and again when it is used.
         """
         metadata = metadata or {}
 
@@ -83,19 +88,19 @@ class QueuePolicy:
         if max_claims is not None:
             check_int(MAX_CLAIM_COUNT, max_claims, 1, 2 ** 31)
         dlq = get(DEAD_LETTER_QUEUE)
-        if dlq is not None and (not isinstance(dlq, str) or not dlq
-                                or len(dlq) > MAX_QUEUE_NAME_LENGTH):
-            raise errors.invalid_field(
-                DEAD_LETTER_QUEUE, dlq,
-                'a queue name of 1 to {} characters'.format(
-                    MAX_QUEUE_NAME_LENGTH))
+        if dlq is not None:
+            check_queue_name(DEAD_LETTER_QUEUE, dlq)
+            if dlq == queue:
+                # Dead letters would be copied onto themselves: on every
+                # backend that loses or recycles them.
+                raise errors.invalid_field(
+                    DEAD_LETTER_QUEUE, dlq,
+                    'the name of another queue than {!r}'.format(queue))
         dlq_ttl = get(DEAD_LETTER_TTL)
         if dlq_ttl is not None:
             check_int(DEAD_LETTER_TTL, dlq_ttl, 1, 2 ** 31)
         group_key = get(GROUP_KEY)
-        if group_key is not None and (
-                not isinstance(group_key, str) or not group_key
-                or len(group_key) > MAX_GROUP_KEY_LENGTH):
+        if group_key is not None and not _is_group_key(group_key):
             raise errors.invalid_field(
                 GROUP_KEY, group_key,
                 'a body key of 1 to {} characters'.format(
@@ -106,6 +111,35 @@ class QueuePolicy:
                    dead_letter_queue=dlq,
                    dead_letter_ttl=dlq_ttl,
                    redelivery_delay=redelivery or 0)
+
+
+    @classmethod
+    def for_arrivals(cls, metadata):
+        """What a queue's metadata means for messages moved into it (dead
+        letters, moved groups): only how they are grouped.
+
+        These messages were accepted already, so metadata that is not valid
+        (stored before it was checked, or by another tool) leaves them
+        ungrouped rather than stranded or lost.
+        """
+        group_key = (metadata or {}).get(GROUP_KEY)
+        return cls(group_key=group_key if _is_group_key(group_key)
+                   else None)
+
+
+def _is_group_key(value):
+    return isinstance(value, str) and 0 < len(value) <= MAX_GROUP_KEY_LENGTH
+
+
+def check_queue_name(field, value):
+    """Refuse a queue name that Zaqar's API could not address."""
+    if (not isinstance(value, str) or len(value) > MAX_QUEUE_NAME_LENGTH
+            or not QUEUE_NAME_REGEX.match(value)):
+        raise errors.invalid_field(
+            field, value,
+            'a queue name of 1 to {} ASCII letters, digits, underscores, '
+            'dashes and dots'.format(MAX_QUEUE_NAME_LENGTH))
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +215,7 @@ def group_or_none(body, policy):
         return None
 
 
-def prepare_messages(messages, policy, max_delay):
+def prepare_messages(messages, policy, max_delay, max_ttl):
     """Validate posted messages; raise before anything is stored."""
     messages = list(messages)
     if not messages:
@@ -191,9 +225,8 @@ def prepare_messages(messages, policy, max_delay):
         if not isinstance(message, dict) or 'body' not in message:
             raise errors.InvalidInput(
                 'message {} must be an object with a body'.format(index))
-        ttl = message.get('ttl')
-        if not is_strict_int(ttl) or ttl < 1:
-            raise errors.invalid_field('ttl', ttl, 'a positive integer')
+        check_int('ttl', message.get('ttl'), 1, max_ttl)
+        ttl = message['ttl']
         body = message['body']
         try:
             body_json = json.dumps(body, ensure_ascii=False,
@@ -211,21 +244,22 @@ def prepare_messages(messages, policy, max_delay):
     return prepared
 
 
-def check_claim_metadata(metadata):
-    """Return (ttl, grace) of a claim request, strictly validated."""
+def check_claim_metadata(metadata, max_ttl, max_grace):
+    """Return (ttl, grace) of a claim request, strictly validated against
+    Zaqar's ``[transport] max_claim_ttl`` and ``max_claim_grace``."""
     if not isinstance(metadata, dict):
         raise errors.invalid_field('claim metadata', metadata, 'an object')
-    ttl = metadata.get('ttl')
-    grace = metadata.get('grace', 0)
-    if not is_strict_int(ttl) or ttl < 1:
-        raise errors.invalid_field('claim ttl', ttl, 'a positive integer')
-    if not is_strict_int(grace) or grace < 0:
-        raise errors.invalid_field('claim grace', grace,
-                                   'a non-negative integer')
+    ttl = check_int('claim ttl', metadata.get('ttl'), 1, max_ttl)
+    grace = check_int('claim grace', metadata.get('grace', 0), 0, max_grace)
     return ttl, grace
 
 
-def check_limit(limit, field='limit'):
+def check_limit(limit, maximum=None, field='limit'):
+    """``limit`` if it is an int from 1 to ``maximum`` (Zaqar's
+    ``[transport]`` bound for the operation, None: no bound), else raise."""
     if not is_strict_int(limit) or limit < 1:
         raise errors.invalid_field(field, limit, 'a positive integer')
+    if maximum is not None and limit > maximum:
+        raise errors.invalid_field(
+            field, limit, 'an integer from 1 to {}'.format(maximum))
     return limit

@@ -1,11 +1,16 @@
 """Queue pipeline stage shared by every zaqar-delay data driver.
 
-Zaqar asks a data driver for queue stats, and tells it about queue deletion,
-through stages registered under ``<driver module>.queue.stages``; this is the
-stage each of our drivers registers there.
+Zaqar asks a data driver for queue stats, and tells it about queue creation,
+metadata changes and deletion, through stages registered under
+``<driver module>.queue.stages``; this is the stage each of our drivers
+registers there. A stage method that returns None lets the pipeline go on
+to the next stage (finally Zaqar's queue controller); one that raises stops
+it, so refused metadata is never stored.
 """
 
 from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import errors
 
 
 class QueueStage:
@@ -16,6 +21,15 @@ class QueueStage:
     @property
     def _messages(self):
         return self._driver.message_controller
+
+    def create(self, name, metadata=None, project=None):
+        try:
+            self._messages.check_metadata(name, metadata)
+        except errors.InvalidInput as exc:
+            raise errors.RefusedQueueAttributes(str(exc))
+
+    def set_metadata(self, name, metadata, project=None):
+        self._messages.check_metadata(name, metadata)
 
     def delete(self, name, project=None):
         # Returning None lets the pipeline go on to delete the metadata.

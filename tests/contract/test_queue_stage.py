@@ -1,9 +1,12 @@
-"""The queue stage every driver registers: stats and queue deletion."""
+"""The queue stage every driver registers: metadata checks, stats and
+queue deletion."""
 
 import pytest
+from zaqar.common import pipeline as common
 from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import claim, listed, post
+from zaqar_delay import errors
 from zaqar_delay import stages
 
 
@@ -31,3 +34,88 @@ def test_deleting_a_queue_removes_its_messages_and_claims(
     driver.queue_controller.create(queue, project=project)
     assert listed(driver, queue, project, include_claimed=True) == []
     assert claim(driver, queue, project) == (None, [])
+
+
+def through_pipeline(driver):
+    """The queue controller as Zaqar builds it: our stage, then Zaqar's."""
+    return common.Pipeline([stages.QueueStage(driver, driver.control_driver),
+                            driver.queue_controller])
+
+
+BAD_DEAD_LETTER_QUEUES = ['has space', 'slash/y', 'x' * 65, '', 7,
+                          '\u2603']
+
+
+@pytest.mark.parametrize('dlq', BAD_DEAD_LETTER_QUEUES + ['SELF'])
+def test_creating_a_queue_refuses_a_bad_dead_letter_queue(driver, project,
+                                                          dlq):
+    queues = through_pipeline(driver)
+    dlq = 'q-self' if dlq == 'SELF' else dlq
+    with pytest.raises(errors.RefusedQueueAttributes,
+                       match='_dead_letter_queue') as raised:
+        queues.create('q-self', metadata={'_dead_letter_queue': dlq},
+                      project=project)
+    assert repr(dlq) in str(raised.value)
+    # Zaqar's PUT answers this error class (and only it) with 400.
+    assert isinstance(raised.value, storage_errors.FlavorDoesNotExist)
+    assert not driver.queue_controller.exists('q-self', project=project)
+
+
+@pytest.mark.parametrize('dlq', BAD_DEAD_LETTER_QUEUES + ['SELF'])
+def test_setting_metadata_refuses_a_bad_dead_letter_queue(driver, project,
+                                                          dlq):
+    queues = through_pipeline(driver)
+    queues.create('q-self', metadata={'_max_claim_count': 2},
+                  project=project)
+    dlq = 'q-self' if dlq == 'SELF' else dlq
+    with pytest.raises(errors.InvalidInput, match='_dead_letter_queue'):
+        queues.set_metadata('q-self', {'_dead_letter_queue': dlq},
+                            project=project)
+    assert queues.get_metadata('q-self', project=project) == {
+        '_max_claim_count': 2}
+
+
+def test_the_stage_refuses_what_post_would_refuse(driver, project):
+    queues = through_pipeline(driver)
+    with pytest.raises(errors.InvalidInput, match='_message_group_key'):
+        queues.create('q', metadata={'_message_group_key': 5},
+                      project=project)
+    queues.create('q', metadata={'_dead_letter_queue': 'other.dlq-1_x',
+                                 '_message_group_key': 'k'}, project=project)
+    queues.set_metadata('q', {'_default_message_delay': 5}, project=project)
+    assert queues.get_metadata('q', project=project) == {
+        '_default_message_delay': 5}
+
+
+def test_a_queue_that_dead_letters_to_itself_loses_nothing(
+        driver, make_queue, project, clock):
+    """Metadata stored before it was checked is refused when used."""
+    queue = make_queue({'_max_claim_count': 1})
+    post(driver, queue, project, 'poison')
+    claim(driver, queue, project, ttl=60)
+    clock.advance(60)
+    driver.queue_controller.set_metadata(
+        queue, {'_max_claim_count': 1, '_dead_letter_queue': queue},
+        project=project)
+    for _ in range(2):
+        with pytest.raises(errors.InvalidInput, match='_dead_letter_queue'):
+            claim(driver, queue, project)
+        with pytest.raises(errors.InvalidInput, match='_dead_letter_queue'):
+            driver.message_controller.pop(queue, 1, project=project)
+    assert [m['body'] for m in listed(driver, queue, project,
+                                      include_claimed=True)] == ['poison']
+
+
+def test_a_dead_letter_reaches_a_target_with_bad_metadata(
+        driver, make_queue, project, clock):
+    dlq = make_queue()
+    driver.queue_controller.set_metadata(
+        dlq, {'_message_group_key': 5}, project=project)
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
+    post(driver, queue, project, {'k': 'v'})
+    claim(driver, queue, project, ttl=60)
+    clock.advance(60)
+    assert claim(driver, queue, project) == (None, [])
+    driver.gc()
+    assert [m['body'] for m in listed(driver, dlq, project)] == [{'k': 'v'}]
+    assert listed(driver, queue, project, include_claimed=True) == []

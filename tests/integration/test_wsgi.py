@@ -1,6 +1,9 @@
 """Zaqar's unchanged v2 REST API served on our drivers, over HTTP."""
 
+import json
+
 import pytest
+import requests
 
 pytestmark = pytest.mark.integration
 
@@ -93,3 +96,29 @@ def test_tenants_do_not_see_each_other(zaqar_url, client):
     client.post('shared-name', {'ttl': 900, 'body': 'mine'})
     assert other.bodies('shared-name') == []
     assert other.claim('shared-name') == []
+
+
+@pytest.mark.parametrize('dlq', ['itself', 'no spaces', 'x' * 65])
+def test_bad_dead_letter_queue_is_400_on_put_and_patch(client, dlq):
+    dlq = 'self-dlq' if dlq == 'itself' else dlq
+    reply = client.call('PUT', '/queues/self-dlq',
+                        json={'_dead_letter_queue': dlq})
+    assert reply.status_code == 400, reply.text
+    assert '_dead_letter_queue' in reply.json()['description']
+    # Nothing stored (v2 answers GET of an unknown queue with defaults).
+    assert client.call('GET', '/queues/self-dlq').json().get(
+        '_dead_letter_queue') is None
+    assert client.call('PUT', '/queues/self-dlq',
+                       json={'_max_claim_count': 2}).status_code == 201
+    reply = requests.patch(
+        client.base + '/queues/self-dlq', timeout=30,
+        headers=dict(client.headers, **{
+            'Content-Type':
+                'application/openstack-messaging-v2.0-json-patch'}),
+        data=json.dumps([{'op': 'add', 'path': '/metadata/_dead_letter_queue',
+                          'value': dlq}]))
+    assert reply.status_code == 400, reply.text
+    assert '_dead_letter_queue' in reply.json()['description']
+    metadata = client.call('GET', '/queues/self-dlq').json()
+    assert metadata.get('_dead_letter_queue') is None
+    assert metadata['_max_claim_count'] == 2

@@ -6,7 +6,9 @@ command reads the same ``zaqar.conf`` and calls the data driver's ``gc()``
 (every pool's, with pooling): expired claims are redelivered, due messages
 promoted, expired messages removed, and dead-letter moves that a crashed API
 node left half done are finished. Every step is atomic in the store, so
-several hosts may run it at once.
+several hosts may run it at once. A queue that fails is logged and skipped;
+a store outage is logged and retried with backoff, never the end of the
+daemon.
 """
 
 import time
@@ -19,9 +21,14 @@ LOG = logging.getLogger(__name__)
 
 CLI_OPTS = [
     cfg.BoolOpt('once', default=False,
-                help='Run one pass over every queue, then exit.'),
+                help='Run one pass over every queue, then exit (with status '
+                     '1 if the pass failed).'),
     cfg.IntOpt('interval', default=60, min=1,
                help='Seconds to sleep between passes when not --once.'),
+    cfg.IntOpt('max_backoff', default=300, min=1,
+               help='After a failed pass (the store unreachable), the next '
+                    'one is tried after 1 s, then 2, 4, ... seconds, at most '
+                    'this many, until a pass succeeds.'),
 ]
 
 
@@ -32,9 +39,26 @@ def main(argv=None):
     conf(argv, project='zaqar', prog='zaqar-delay-gc')
     logging.setup(conf, 'zaqar-delay-gc')
     store = bootstrap.Bootstrap(conf).storage._storage
+    failures = 0
     while True:
         started = time.monotonic()
-        removed = store.gc()
+        try:
+            removed = store.gc()
+        except Exception as exc:
+            # The driver's gc() isolates queues (driver.gc_each): what
+            # reaches here is the store itself failing. Report it and try
+            # again later, never exit.
+            failures += 1
+            pause = min(2 ** (failures - 1), conf.max_backoff)
+            LOG.error('gc pass failed (%d in a row): %s; next try in %d s',
+                      failures, exc, pause)
+            if conf.once:
+                return 1
+            time.sleep(pause)
+            continue
+        if failures:
+            LOG.warning('gc pass succeeded after %d failed passes', failures)
+            failures = 0
         LOG.info('gc pass done in %.2f s, %s expired messages removed',
                  time.monotonic() - started, removed)
         if conf.once:

@@ -25,12 +25,27 @@ socket_timeout = cfg.FloatOpt(
 max_reconnect_attempts = cfg.IntOpt(
     'max_reconnect_attempts', default=3, min=0, max=20,
     help='How many times an operation is retried after a lost connection '
-         'before it fails. Every retried operation is idempotent or runs in '
-         'one Lua script, so a retry cannot duplicate a message.')
+         'or a timeout before it fails. This is the only retry: redis-py\'s '
+         'own retries are turned off. A retried operation has the effect of '
+         'one: a claim or pop keeps its result for the whole retry span '
+         '((attempts + 1) x socket_timeout plus the reconnect sleeps), and '
+         'a post skips ids that exist or that were deleted within '
+         'deleted_id_memory.')
 
 reconnect_sleep = cfg.FloatOpt(
     'reconnect_sleep', default=0.2, min=0.0, max=10.0,
     help='Seconds to sleep before the first reconnect attempt; doubled on '
          'each further attempt.')
 
-ALL_OPTS = [uri, socket_timeout, max_reconnect_attempts, reconnect_sleep]
+deleted_id_memory = cfg.IntOpt(
+    'deleted_id_memory', default=900, min=60, max=86400,
+    help='Seconds the ids of deleted (acknowledged, popped) messages are '
+         'remembered per queue, so that a post retried after a lost reply, '
+         'or a dead letter or moved group that gc copies again after its '
+         'node died, cannot store a message its consumer already deleted. '
+         'Keep it above the retry span and above the time zaqar-delay-gc '
+         'takes to come round (its interval plus one minute); it costs '
+         'about 100 bytes of Redis memory per message deleted within it.')
+
+ALL_OPTS = [uri, socket_timeout, max_reconnect_attempts, reconnect_sleep,
+            deleted_id_memory]

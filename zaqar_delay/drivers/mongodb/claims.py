@@ -26,9 +26,8 @@ message per group per pop too.
 import json
 import uuid
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import controller
+from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
@@ -37,6 +36,8 @@ from zaqar_delay.drivers.mongodb import state
 
 # Seconds a popped message stays claimed if the pop dies before deleting.
 POP_CLAIM_TTL = 30
+# Tries of a pop's delete before the pop fails (see _delete_popped).
+POP_DELETE_ATTEMPTS = 3
 
 
 class ClaimController(controller.ClaimController):
@@ -66,9 +67,7 @@ class ClaimController(controller.ClaimController):
                                grace, limit, policy)
         if mode == 'pop' or not taken:
             if taken:
-                self._messages.delete_many({
-                    '_id': {'$in': [doc['_id'] for doc in taken]},
-                    f.CLAIM: claim_id})
+                self._delete_popped(claim_id, taken)
                 groups.advance_all(self.driver, queue, project,
                                    groups.groups_of(taken), now)
             self._claims.delete_one({'_id': claim_id})
@@ -135,7 +134,8 @@ class ClaimController(controller.ClaimController):
                            groups.groups_of(docs), now)
 
     def _move_to(self, dlq, project, policy, held, docs, now):
-        dlq_policy = self._dlq_policy(dlq, project)
+        dlq_policy = self.driver.message_controller.target_policy(dlq,
+                                                                  project)
         first = state.reserve_positions(self.driver.counters, dlq, project,
                                         len(docs))
         joined = []
@@ -158,12 +158,22 @@ class ClaimController(controller.ClaimController):
             joined.append(group)
         groups.advance_all(self.driver, dlq, project, joined, now)
 
-    def _dlq_policy(self, dlq, project):
-        try:
-            return self.driver.message_controller.policy(dlq, project)
-        except storage_errors.QueueDoesNotExist:
-            self.driver.queue_controller.create(dlq, project=project)
-            return rules.QueuePolicy()
+    def _delete_popped(self, claim_id, taken):
+        """Delete a pop's batch, which is in hand: a delete whose reply was
+        lost is sent again (deleting by id and claim is idempotent) and
+        the batch returned, never dropped unseen. pymongo does not retry
+        multi-document writes itself."""
+        for attempt in range(POP_DELETE_ATTEMPTS):
+            try:
+                self._messages.delete_many({
+                    '_id': {'$in': [doc['_id'] for doc in taken]},
+                    f.CLAIM: claim_id})
+                return
+            except errors.BackendUnavailable:
+                if attempt == POP_DELETE_ATTEMPTS - 1:
+                    # Still claimed under the pop's short claim if the
+                    # delete never happened: redelivered, not lost.
+                    raise
 
     def _get_claim(self, queue, project, claim_id):
         now = self.driver.now()

@@ -9,6 +9,8 @@ unique indexes; every pymongo call goes through one fault translator
 (connection.py).
 """
 
+import functools
+
 from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
@@ -119,12 +121,13 @@ class DataDriver(base.DataDriver):
         stale group moves and repair group heads (groups.repair, resuming
         at the queue's cursor). Safe on several hosts at once: every step
         is a conditional update."""
-        dropped = 0
-        for counter in self.counters.find(
-                {}, {'p': True, 'q': True, fields.GROUP_CURSOR: True}):
-            dropped += self.message_controller.gc(
-                counter['q'], counter['p'], GC_BATCH,
-                counter.get(fields.GROUP_CURSOR))
+        dropped = self.gc_each(
+            ('queue {!r} of project {!r}'.format(counter['q'], counter['p']),
+             functools.partial(self.message_controller.gc, counter['q'],
+                               counter['p'], GC_BATCH,
+                               counter.get(fields.GROUP_CURSOR)))
+            for counter in self.counters.find(
+                {}, {'p': True, 'q': True, fields.GROUP_CURSOR: True}))
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
 

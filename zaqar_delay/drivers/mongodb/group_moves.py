@@ -34,8 +34,6 @@ everyone who finishes a move (its mover, or ``gc()`` for moves older than
 import json
 import uuid
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
@@ -198,13 +196,10 @@ def _unfreeze(driver, queue, project, move_id, now):
 
 
 def _policy(driver, target, project):
-    """A committed move lands even if its target was deleted since: the
-    queue is created again, as messages must never be stranded."""
-    try:
-        return driver.message_controller.policy(target, project)
-    except storage_errors.QueueDoesNotExist:
-        driver.queue_controller.create(target, project=project)
-        return rules.QueuePolicy()
+    """A committed move lands even if its target was deleted since (the
+    queue is created again) or its metadata went bad: messages must never
+    be stranded."""
+    return driver.message_controller.target_policy(target, project)
 
 
 def finish_stale(driver, queue, project, now):

@@ -17,13 +17,18 @@ class ClaimController(controller.ClaimController):
         return self.take(queue, project, limit, policy, 'claim', ttl, grace)
 
     def take(self, queue, project, limit, policy, mode, ttl=0, grace=0):
-        """Claim or pop in one script; then finish its dead-letter moves."""
+        """Claim or pop in one script; then finish its dead-letter moves.
+
+        The claim id is also the call's token: a retry after a lost reply
+        sends the same one, and the script returns the batch it took then.
+        """
         claim_id = str(uuid.uuid4())
         now, flat, dead = self._run(
             'claim', queue, project, claim_id, ttl, grace, limit,
             policy.max_claim_count, policy.dead_letter_queue or '',
             policy.redelivery_delay, mode,
-            '' if policy.dead_letter_ttl is None else policy.dead_letter_ttl)
+            '' if policy.dead_letter_ttl is None else policy.dead_letter_ttl,
+            self.driver.retry_span_ms, self.driver.deleted_id_memory_ms)
         outbox.transfer(self.driver, queue, project,
                         [wire.text(mid) for mid in dead])
         return claim_id, wire.messages(now, flat)

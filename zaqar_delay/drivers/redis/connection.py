@@ -5,6 +5,8 @@ from urllib import parse
 
 import redis
 from oslo_log import log as logging
+from redis import backoff
+from redis import retry
 
 from zaqar_delay import errors
 
@@ -13,8 +15,17 @@ LOG = logging.getLogger(__name__)
 SCHEMES = ('delay.redis', 'redis')
 
 
+# redis-py (5.x and later) retries failed commands by default. A retry
+# below :func:`guarded` would re-run a script whose first run completed but
+# whose reply was lost, behind the back of the token that makes the retry
+# safe, so there is exactly one retry policy: ours.
+NO_RETRY = dict(retry=retry.Retry(backoff.NoBackoff(), 0),
+                retry_on_error=[])
+
+
 def client_from_uri(uri, socket_timeout):
-    """A redis-py client for ``delay.redis://`` (or ``redis://``) URIs."""
+    """A redis-py client for ``delay.redis://`` (or ``redis://``) URIs,
+    with redis-py's own retries off."""
     parsed = parse.urlparse(uri)
     if parsed.scheme not in SCHEMES:
         raise ValueError('Redis URI must start with delay.redis:// or '
@@ -26,17 +37,20 @@ def client_from_uri(uri, socket_timeout):
         db = int(parsed.path.strip('/') or query.get('db', ['0'])[0])
         return redis.Redis(host=parsed.hostname, port=parsed.port or 6379,
                            db=db, username=username, password=password,
-                           socket_timeout=socket_timeout)
+                           socket_timeout=socket_timeout, **NO_RETRY)
     return redis.Redis(unix_socket_path=parsed.path,
                        db=int(query.get('db', ['0'])[0]), username=username,
-                       password=password, socket_timeout=socket_timeout)
+                       password=password, socket_timeout=socket_timeout,
+                       **NO_RETRY)
 
 
 def guarded(call, attempts, sleep):
     """Run ``call()``; retry lost connections, then raise Zaqar's error.
 
-    Every caller is idempotent (posts carry their ids, scripts are atomic),
-    so a retry after a lost reply cannot duplicate or lose a message.
+    A retry after a lost reply has the effect of one call: posts carry
+    their ids and skip ids that exist or were deleted lately (post.lua),
+    claim and pop keep their result under the claim id for the retry span
+    (claim.lua), and every other script is atomic and idempotent.
     """
     for attempt in range(attempts + 1):
         try:

@@ -8,6 +8,7 @@ from zaqar.common import decorators
 from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
+from zaqar_delay import errors
 from zaqar_delay.conf import redis as redis_conf
 from zaqar_delay.drivers.redis import claims
 from zaqar_delay.drivers.redis import connection
@@ -22,6 +23,9 @@ LOG = logging.getLogger(__name__)
 # unfinished dead-letter move must be before gc finishes it.
 GC_BATCH = 1000
 GC_OUTBOX_AGE_MS = 60 * 1000
+# Added to the computed retry span: a retry's request may sit in the
+# socket's send buffer, or in Redis' queue behind a slow script.
+RETRY_MARGIN_MS = 10 * 1000
 
 
 class DataDriver(base.DataDriver):
@@ -45,6 +49,20 @@ class DataDriver(base.DataDriver):
     @decorators.lazy_property(write=False)
     def scripts(self):
         return scripts.QueueScripts(self.connection)
+
+    @property
+    def retry_span_ms(self):
+        """How long after a call a retry of it may still arrive: every
+        attempt timing out, plus the sleeps between them."""
+        conf = self.store_conf
+        attempts = conf.max_reconnect_attempts
+        sleeps = conf.reconnect_sleep * (2 ** attempts - 1)
+        return int(((attempts + 1) * conf.socket_timeout + sleeps) * 1000
+                   ) + RETRY_MARGIN_MS
+
+    @property
+    def deleted_id_memory_ms(self):
+        return self.store_conf.deleted_id_memory * 1000
 
     def use_clock(self, clock):
         """Tests only: take "now" (epoch ms) from ``clock()`` instead of
@@ -72,9 +90,45 @@ class DataDriver(base.DataDriver):
                 return pipe.execute()
         return self.guarded(send)
 
+    def register_queue(self, queue, project):
+        self.guarded(lambda: self.connection.sadd(
+            keys.QUEUE_REGISTRY, keys.queue_tag(queue, project)))
+
     def unregister_queue(self, queue, project):
         self.guarded(lambda: self.connection.srem(
             keys.QUEUE_REGISTRY, keys.queue_tag(queue, project)))
+
+    def has_messages(self, queue, project):
+        """True if the queue holds messages or outbox entries."""
+        queue_keys = dict(zip(keys.QUEUE_KEY_SUFFIXES,
+                              keys.queue_keys(queue, project)))
+        return bool(self.guarded(lambda: self.connection.exists(
+            queue_keys['msgs'], queue_keys['outbox'])))
+
+    def _health(self):
+        health = super()._health()
+        health['persistence'] = self.persistence()
+        return health
+
+    def persistence(self):
+        """Whether Redis keeps what it acknowledged across a restart.
+
+        Every guarantee of this driver (no acknowledged message lost, no
+        deleted message back) holds across a Redis restart only with the
+        append-only file on (``appendonly yes``, ``appendfsync everysec`` or
+        ``always``); with RDB snapshots alone a restart rolls the queues
+        back to the last snapshot."""
+        try:
+            info = self.guarded(lambda: self.connection.info('persistence'))
+        except errors.BackendUnavailable as exc:
+            return {'aof_enabled': None, 'error': str(exc)}
+        report = {'aof_enabled': bool(int(info.get('aof_enabled', 0)))}
+        if not report['aof_enabled']:
+            report['warning'] = (
+                'Redis append-only file (AOF) is off: a Redis restart loses '
+                'messages posted, and brings back messages deleted or '
+                'claimed, since the last RDB snapshot.')
+        return report
 
     def is_alive(self):
         try:
@@ -89,14 +143,17 @@ class DataDriver(base.DataDriver):
         """Settle every known queue: expired claims, due and expired
         messages, unfinished dead-letter moves. Safe on several hosts at
         once: each step is an atomic script."""
-        dropped = 0
-        for tag in self.guarded(lambda: list(
-                self.connection.sscan_iter(keys.QUEUE_REGISTRY))):
-            project, queue = _untag(tag.decode())
-            dropped += self.message_controller.gc(
-                queue, project, GC_BATCH, GC_OUTBOX_AGE_MS)
+        tags = self.guarded(lambda: list(
+            self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
+        dropped = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
+
+    def _gc_one(self, tag):
+        project, queue = _untag(tag)
+        return ('queue {!r} of project {!r}'.format(queue, project),
+                functools.partial(self.message_controller.gc, queue, project,
+                                  GC_BATCH, GC_OUTBOX_AGE_MS))
 
 
 def _untag(tag):

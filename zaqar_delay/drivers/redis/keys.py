@@ -20,6 +20,11 @@ key                type    holds
 ``Q:outbox``       zset    ids on their way to another queue (dead letters,
                            moved groups), scored by position
 ``Q:groups``       zset    group ids with live messages (all score 0: lex)
+``Q:deleted``      zset    ids consumers deleted lately, scored by deletion
+                           time (ms); kept ``deleted_id_memory`` seconds so
+                           a retried post or outbox copy skips them
+``Q:r:<claim>``    string  a claim's or pop's result (MessagePack), kept
+                           for the retry span so a retry returns it again
 ``Q:g:<group>``    zset    a group's live message ids, by position
 ``Q:m:<id>``       hash    one message, fields below
 ``Q:c:<claim>``    hash    one claim: ``t`` ttl (s), ``e`` expiry (ms),
@@ -72,7 +77,7 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 
 # Order of KEYS[] in every queue script (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
-                      'claims', 'outbox', 'groups')
+                      'claims', 'outbox', 'groups', 'deleted')
 
 
 def queue_tag(queue, project):

@@ -33,8 +33,11 @@ class MessageController(controller.MessageController):
         registry_entry = keys.queue_tag(queue, project)
 
         def post(pipe):
-            pipe.sadd(keys.QUEUE_REGISTRY, registry_entry)
+            # Stored first, registered second: a post racing the queue's
+            # deletion is then registered again after the purge has
+            # unregistered the queue (see _purge_queue), so gc finds it.
             self._run('post', queue, project, *args, client=pipe)
+            pipe.sadd(keys.QUEUE_REGISTRY, registry_entry)
 
         self.driver.pipelined(post)
 
@@ -58,7 +61,8 @@ class MessageController(controller.MessageController):
         return wire.messages(now, flat)
 
     def _delete(self, queue, project, message_id, claim_id):
-        code = self._run('delete', queue, project, message_id, claim_id or '')
+        code = self._run('delete', queue, project, message_id, claim_id or '',
+                         self.driver.deleted_id_memory_ms)
         if code == 2:
             raise storage_errors.MessageNotClaimedBy(message_id, claim_id)
         if code in _DELETE_ERRORS:
@@ -68,7 +72,8 @@ class MessageController(controller.MessageController):
         if not message_ids:
             return
         claim_ids = claim_ids or []
-        result = self._run('bulk_delete', queue, project, len(claim_ids),
+        result = self._run('bulk_delete', queue, project,
+                           self.driver.deleted_id_memory_ms, len(claim_ids),
                            *claim_ids, *message_ids)
         if result[0] == 1:
             raise storage_errors.ClaimDoesNotMatch(
@@ -82,6 +87,10 @@ class MessageController(controller.MessageController):
         while self._run('purge', queue, project, PURGE_BATCH):
             pass
         self.driver.unregister_queue(queue, project)
+        # A post that landed after the last purge call but registered the
+        # queue before the line above: its messages must stay known to gc.
+        if self.driver.has_messages(queue, project):
+            self.driver.register_queue(queue, project)
 
     def _stats(self, queue, project):
         (now, total, claimed, delayed, oldest, newest, groups,
@@ -115,7 +124,8 @@ class MessageController(controller.MessageController):
     def gc(self, queue, project, batch, outbox_age_ms):
         """Settle one queue; finish moves a crashed node left midway."""
         dropped, abandoned = self._run('gc', queue, project, batch,
-                                       outbox_age_ms)
+                                       outbox_age_ms,
+                                       self.driver.deleted_id_memory_ms)
         outbox.transfer(self.driver, queue, project,
                         [wire.text(mid) for mid in abandoned])
         return dropped

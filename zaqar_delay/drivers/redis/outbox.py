@@ -10,8 +10,6 @@ duplicate.
 
 import json
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import rules
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import wire
@@ -27,17 +25,22 @@ def transfer(driver, queue, project, message_ids):
         for mid in message_ids:
             pipe.hmget(keys.message_key(queue, project, mid), OUTBOX_FIELDS)
 
-    batches = {}
+    # One insert per run of entries with one target and one poster, in
+    # the order given, so the target receives them in position order.
+    runs = []
     for mid, fields in zip(message_ids, driver.pipelined(read)):
         if fields[0] is None:
             continue
         body_json, client_uuid, target, ttl, delay = (
             wire.text(value) for value in fields)
-        batches.setdefault((target, client_uuid), []).append(
-            (mid, body_json, int(ttl), int(delay)))
+        entry = (mid, body_json, int(ttl), int(delay))
+        if runs and runs[-1][0] == (target, client_uuid):
+            runs[-1][1].append(entry)
+        else:
+            runs.append(((target, client_uuid), [entry]))
     messages = driver.message_controller
-    for (target, client_uuid), entries in batches.items():
-        policy = _target_policy(driver, target, project)
+    for (target, client_uuid), entries in runs:
+        policy = driver.message_controller.target_policy(target, project)
         moved = [rules.NewMessage(
             id=mid, ttl=ttl, delay=delay, body=json.loads(body_json),
             body_json=body_json,
@@ -45,13 +48,3 @@ def transfer(driver, queue, project, message_ids):
             for mid, body_json, ttl, delay in entries]
         messages._insert(target, project, moved, client_uuid)
     driver.run_script('outbox_done', queue, project, *message_ids)
-
-
-def _target_policy(driver, target, project):
-    """The target's policy; a missing dead-letter queue is created, as a
-    message must never be stranded for want of its destination."""
-    try:
-        return driver.message_controller.policy(target, project)
-    except storage_errors.QueueDoesNotExist:
-        driver.queue_controller.create(target, project=project)
-        return rules.QueuePolicy()

@@ -17,8 +17,6 @@ dead-lettered, gone) files the next member, and the claim lists again.
 import json
 import uuid
 
-from zaqar.storage import errors as storage_errors
-
 from zaqar_delay import controller
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
@@ -192,27 +190,26 @@ class ClaimController(controller.ClaimController):
 
     def dead_letter(self, qs, policy, project, messages, now):
         """Copy messages into the dead-letter queue (keeping their ids, so a
-        repeated copy is skipped), then delete them here."""
+        repeated copy is skipped), then delete them here. They arrive in
+        position order: one insert per run of one poster's messages."""
         dlq = policy.dead_letter_queue
         if dlq is not None:
             messages_ctrl = self.driver.message_controller
-            try:
-                dlq_policy = messages_ctrl.policy(dlq, project)
-            except storage_errors.QueueDoesNotExist:
-                self.driver.queue_controller.create(dlq, project=project)
-                dlq_policy = rules.QueuePolicy()
-            by_client = {}
-            for message in messages:
+            dlq_policy = messages_ctrl.target_policy(dlq, project)
+            runs = []
+            for message in sorted(messages, key=lambda m: m.pos):
                 body_json = json.dumps(message.body, ensure_ascii=False,
                                        separators=(',', ':'))
-                by_client.setdefault(message.client, []).append(
-                    rules.NewMessage(
-                        id=message.id,
-                        ttl=policy.dead_letter_ttl or message.ttl, delay=0,
-                        body=message.body, body_json=body_json,
-                        group=rules.group_or_none(message.body,
-                                                  dlq_policy)))
-            for client_uuid, moved in by_client.items():
+                moved = rules.NewMessage(
+                    id=message.id,
+                    ttl=policy.dead_letter_ttl or message.ttl, delay=0,
+                    body=message.body, body_json=body_json,
+                    group=rules.group_or_none(message.body, dlq_policy))
+                if runs and runs[-1][0] == message.client:
+                    runs[-1][1].append(moved)
+                else:
+                    runs.append((message.client, [moved]))
+            for client_uuid, moved in runs:
                 messages_ctrl._insert(dlq, project, moved, client_uuid)
         qs.remove([(m.id, m.pos, None, m.gk) for m in messages], now)
 

@@ -6,6 +6,7 @@ what that and Swift's other limits mean for each guarantee.
 """
 
 import datetime
+import functools
 import time
 
 from oslo_log import log as logging
@@ -80,10 +81,11 @@ class DataDriver(base.DataDriver):
         messages, delete expired ones, finish abandoned pops and moves,
         repair groups left without a filed head. Safe on several hosts at
         once: each step is idempotent or a conditional create."""
-        dropped = 0
-        for container in self.store.containers(
-                names.container_prefix(names.MESSAGES)):
-            dropped += self._gc_queue(container)
+        dropped = self.gc_each(
+            ('queue container {!r}'.format(container),
+             functools.partial(self._gc_queue, container))
+            for container in self.store.containers(
+                names.container_prefix(names.MESSAGES)))
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
 

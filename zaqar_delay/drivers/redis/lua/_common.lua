@@ -5,7 +5,7 @@
 -- KEYS[2] avail   zset id -> position      KEYS[7] claims  zset claim -> exp
 -- KEYS[3] delayed zset id -> due (d)       KEYS[8] outbox  zset id -> pos
 -- KEYS[4] claimed zset id -> claim expiry  KEYS[9] groups  zset group -> 0
--- KEYS[5] expiry  zset id -> expires
+-- KEYS[5] expiry  zset id -> expires     KEYS[10] deleted zset id -> when
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
 --         claimed ids Q:cm:<id>, group members Q:g:<group>)
 -- ARGV[2] "now" in epoch ms for tests, or "" to use the Redis clock
@@ -17,7 +17,7 @@
 
 local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local GROUPS = KEYS[9]
+local GROUPS, DELETED = KEYS[9], KEYS[10]
 local Q = ARGV[1]
 
 local function clock(override)
@@ -84,6 +84,21 @@ end
 local function drop(id)
   detach(id)
   redis.call('DEL', mkey(id))
+end
+
+-- Remember that a consumer deleted `id`, so that a retried post or a
+-- repeated outbox copy cannot store it again (post.lua skips buried ids).
+local function bury(id)
+  redis.call('ZADD', DELETED, NOW, id)
+end
+
+-- Forget at most `batch` ids deleted more than `memory_ms` ago: bounded
+-- work per call, and every deleting script calls it, so the set keeps pace.
+local function forget_buried(memory_ms, batch)
+  local old = redis.call('ZRANGEBYSCORE', DELETED, '-inf',
+                         NOW - tonumber(memory_ms), 'LIMIT', 0, batch)
+  if #old > 0 then redis.call('ZREM', DELETED, unpack(old)) end
+  return #old
 end
 
 -- Claims that ended by expiry: redeliver their messages, after the

@@ -5,6 +5,10 @@
 -- ARGV[5] grace (s)         ARGV[9] redelivery delay (s)
 -- ARGV[6] limit             ARGV[10] "claim" or "pop"
 -- ARGV[11] dead-letter ttl (s), '' to keep each message's own ttl
+-- ARGV[12] retry span (ms): how long a non-empty result is kept under
+--          Q:r:<claim id>, so that a retry of this call (same claim id,
+--          after a lost reply) returns the same batch instead of another
+-- ARGV[13] deleted-id memory (ms): popped ids are remembered this long
 -- A message already claimed max-claim-count times is not handed out: it
 -- goes to the outbox for the caller to copy into the dead-letter queue, or
 -- is dropped without one; either way its group's next member is unblocked.
@@ -13,6 +17,10 @@ local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
 local dlq, redelivery, pop = ARGV[8], ARGV[9], ARGV[10] == 'pop'
 local dlq_ttl = ARGV[11]
+local result_key = Q .. ':r:' .. cid
+
+local kept = redis.call('GET', result_key)
+if kept then return cmsgpack.unpack(kept) end
 
 refresh()
 purge_expired(100)
@@ -39,6 +47,7 @@ while count < limit do
       dead[#dead + 1] = id
     else
       drop(id)
+      bury(id)
     end
   else
     count = count + 1
@@ -46,6 +55,7 @@ while count < limit do
       emit(out, id, m)
       if m.group ~= '' then popped_groups[m.group] = true end
       drop(id)
+      bury(id)
     else
       m.cc = tonumber(m.cc) + 1
       m.claim = cid
@@ -72,4 +82,11 @@ if count > 0 and not pop then
   redis.call('PEXPIREAT', cmkey(cid), claim_expires)
   redis.call('ZADD', CLAIMS, claim_expires, cid)
 end
-return {NOW, out, dead}
+forget_buried(ARGV[13], 2 * count + 10)
+local result = {NOW, out, dead}
+-- An empty result is not kept: a retry that then finds messages hands
+-- them out once, which is still the effect of one call.
+if #out > 0 or #dead > 0 then
+  redis.call('SET', result_key, cmsgpack.pack(result), 'PX', ARGV[12])
+end
+return result

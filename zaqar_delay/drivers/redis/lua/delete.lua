@@ -1,5 +1,6 @@
 -- Delete one message, honouring claims.
 -- ARGV[3] message id   ARGV[4] claim id ('' when none was given)
+-- ARGV[5] deleted-id memory (ms): the id is remembered this long (bury)
 -- Returns 0 deleted (or absent), 1 not claimed, 2 claimed by another claim,
 -- 3 claimed but no claim given.
 local id, cid = ARGV[3], ARGV[4]
@@ -16,4 +17,6 @@ elseif m.claim ~= '' then
 end
 if m.claim ~= '' then redis.call('ZREM', cmkey(m.claim), id) end
 drop(id)
+bury(id)
+forget_buried(ARGV[5], 10)
 return 0

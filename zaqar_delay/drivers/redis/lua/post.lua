@@ -2,8 +2,10 @@
 -- ARGV[3] client UUID
 -- ARGV[4..] per message, 5 values: id, ttl (s), delay (s), body, group ('')
 -- A grouped message is filed for claiming only if it heads its group.
--- An id that already exists is skipped, so a retried post cannot duplicate
--- (its position is then left unused: positions only need to increase).
+-- An id that already exists, or that a consumer deleted lately (bury in
+-- _common.lua), is skipped, so neither a retried post nor a repeated
+-- outbox copy can duplicate or resurrect a message (its position is then
+-- left unused: positions only need to increase).
 -- Returns NOW.
 local count = (#ARGV - 3) / 5
 local pos = redis.call('INCRBY', SEQ, count) - count
@@ -11,7 +13,8 @@ for i = 4, #ARGV, 5 do
   local id = ARGV[i]
   local key = mkey(id)
   pos = pos + 1
-  if redis.call('EXISTS', key) == 0 then
+  if redis.call('EXISTS', key) == 0
+      and not redis.call('ZSCORE', DELETED, id) then
     local expires = NOW + tonumber(ARGV[i + 1]) * 1000
     local due = NOW + tonumber(ARGV[i + 2]) * 1000
     local group = ARGV[i + 4]

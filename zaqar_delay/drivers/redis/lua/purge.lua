@@ -19,7 +19,9 @@ for _, cid in ipairs(claims) do
   redis.call('ZREM', CLAIMS, cid)
   redis.call('DEL', ckey(cid), cmkey(cid))
 end
-local n = #ids + #outbox + #claims + #groups
+local deleted = redis.call('ZRANGE', DELETED, 0, batch - 1)
+if #deleted > 0 then redis.call('ZREM', DELETED, unpack(deleted)) end
+local n = #ids + #outbox + #claims + #groups + #deleted
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS)

@@ -1,0 +1,78 @@
+"""Driver-level bounds from Zaqar's own ``[transport]`` limits.
+
+Callers that bypass Zaqar's transport (zaqar-delay-groups, other tools)
+meet the same bounds; an error names the field, the value and the bound,
+and nothing changes.
+"""
+
+import pytest
+
+from tests.contract.helpers import CLAIM, claim, listed, post, stats
+from zaqar_delay import errors
+
+
+@pytest.fixture
+def small_limits(conf):
+    for name, value in (('max_message_ttl', 3600), ('max_claim_ttl', 600),
+                        ('max_claim_grace', 120),
+                        ('max_messages_per_claim_or_pop', 5),
+                        ('max_messages_per_page', 7)):
+        conf.set_override(name, value, group='transport')
+
+
+def refused(call, *words):
+    with pytest.raises(errors.InvalidInput) as raised:
+        call()
+    for word in words:
+        assert str(word) in str(raised.value)
+
+
+@pytest.mark.parametrize('ttl', [3601, 2 ** 62])
+def test_message_ttl_is_bounded(driver, make_queue, project, small_limits,
+                                ttl):
+    queue = make_queue()
+    post(driver, queue, project, 'ok', ttl=3600)
+    refused(lambda: post(driver, queue, project, 'too long', ttl=ttl),
+            'ttl', ttl, 3600)
+    assert [m['body'] for m in listed(driver, queue, project, limit=7)] == [
+        'ok']
+
+
+@pytest.mark.parametrize('meta, words', [
+    ({'ttl': 601, 'grace': 0}, ('claim ttl', 601, 600)),
+    ({'ttl': 10 ** 15, 'grace': 0}, ('claim ttl', 10 ** 15, 600)),
+    ({'ttl': 60, 'grace': 121}, ('claim grace', 121, 120)),
+])
+def test_claim_ttl_and_grace_are_bounded(driver, make_queue, project,
+                                         small_limits, meta, words):
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    refused(lambda: driver.claim_controller.create(queue, meta,
+                                                   project=project), *words)
+    assert stats(driver, queue, project)['claimed'] == 0
+    claim_id, _ = claim(driver, queue, project, limit=1)
+    refused(lambda: driver.claim_controller.update(queue, claim_id, meta,
+                                                   project=project), *words)
+
+
+def test_claim_and_pop_limits_are_bounded(driver, make_queue, project,
+                                          small_limits):
+    queue = make_queue()
+    post(driver, queue, project, *range(10))
+    refused(lambda: driver.claim_controller.create(queue, CLAIM,
+                                                   project=project, limit=6),
+            'limit', 6, 5)
+    refused(lambda: driver.message_controller.pop(queue, 6, project=project),
+            'limit', 6, 5)
+    assert stats(driver, queue, project)['free'] == 10
+    assert len(claim(driver, queue, project, limit=5)[1]) == 5
+
+
+def test_list_limit_is_bounded(driver, make_queue, project, small_limits):
+    queue = make_queue()
+    post(driver, queue, project, *range(10))
+    refused(lambda: next(driver.message_controller.list(
+        queue, project=project, limit=8)), 'limit', 8, 7)
+    page = next(driver.message_controller.list(queue, project=project,
+                                               limit=7))
+    assert len(list(page)) == 7

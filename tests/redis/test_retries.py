@@ -1,0 +1,208 @@
+"""Redis: a call retried after a lost reply has the effect of one call.
+
+``lose_next_reply`` makes the next store call run in Redis and then fail
+with a ConnectionError, as when a reply is lost or the socket times out
+while Redis is busy; the driver's one retry policy (connection.guarded)
+then runs it again. Optionally something happens in between, as another
+consumer's work would.
+"""
+
+import pytest
+import redis as redis_py
+
+from tests.contract.helpers import claim, listed, post
+from zaqar_delay.drivers.redis import keys
+
+
+@pytest.fixture
+def raw(redis_url):
+    return redis_py.Redis.from_url(redis_url)
+
+
+@pytest.fixture
+def lose_next_reply(driver, conf, monkeypatch):
+    conf.set_override('reconnect_sleep', 0.0,
+                      group='drivers:message_store:delay.redis')
+    original = driver.guarded
+    armed = []
+
+    def guarded(call):
+        def lossy():
+            result = call()
+            if armed:
+                between = armed.pop()
+                between()
+                raise redis_py.exceptions.ConnectionError('reply lost')
+            return result
+        return original(lossy)
+
+    monkeypatch.setattr(driver, 'guarded', guarded)
+
+    def arm(between=lambda: None):
+        armed.append(between)
+    return arm
+
+
+def test_a_retried_pop_returns_the_batch_it_took(driver, project,
+                                                 lose_next_reply):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b', 'c', 'd', 'e')
+    lose_next_reply()
+    popped = driver.message_controller.pop('q', 2, project=project)
+    assert [m['body'] for m in popped] == ['a', 'b']
+    assert [m['body'] for m in listed(driver, 'q', project)] == [
+        'c', 'd', 'e']
+
+
+def test_a_retried_claim_returns_the_batch_it_took(driver, project,
+                                                   lose_next_reply):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b', 'c', 'd')
+    lose_next_reply()
+    claim_id, messages = claim(driver, 'q', project, limit=2)
+    assert [(m['body'], m['claim_count']) for m in messages] == [
+        ('a', 1), ('b', 1)]
+    _, held = driver.claim_controller.get('q', claim_id, project=project)
+    assert sorted(m['body'] for m in held) == ['a', 'b']
+    # The rest was not touched: it is claimable, never claimed before.
+    _, rest = claim(driver, 'q', project, limit=10)
+    assert [(m['body'], m['claim_count']) for m in rest] == [
+        ('c', 1), ('d', 1)]
+
+
+def test_a_retried_claim_does_not_spend_an_attempt(driver, project, clock,
+                                                   lose_next_reply):
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create('q', project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    post(driver, 'q', project, 'once')
+    lose_next_reply()
+    _, messages = claim(driver, 'q', project, limit=1, ttl=60)
+    # Delivered once, under the claim the caller got back.
+    assert [m['body'] for m in messages] == ['once']
+    assert listed(driver, 'dlq', project) == []
+
+
+def test_a_retried_post_does_not_restore_a_deleted_message(
+        driver, project, lose_next_reply):
+    driver.queue_controller.create('q', project=project)
+
+    def consumer_deletes_it():
+        for message in driver.message_controller.pop('q', 10,
+                                                     project=project):
+            assert message['body'] == 'once'
+
+    lose_next_reply(consumer_deletes_it)
+    post(driver, 'q', project, 'once')
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
+@pytest.mark.parametrize('how', ['delete', 'bulk_delete', 'pop'])
+def test_every_delete_is_remembered_for_a_retried_post(driver, project, how):
+    driver.queue_controller.create('q', project=project)
+    mid = post(driver, 'q', project, 'once')[0]
+    messages = driver.message_controller
+    if how == 'delete':
+        messages.delete('q', mid, project=project)
+    elif how == 'bulk_delete':
+        messages.bulk_delete('q', [mid], project=project)
+    else:
+        messages.pop('q', 1, project=project)
+    driver.run_script('post', 'q', project, 'client', mid, 60, 0, '"once"',
+                      '')
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
+def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
+        driver, project, clock, monkeypatch):
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create('q', project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    post(driver, 'q', project, 'poison')
+    claim(driver, 'q', project, ttl=60)
+    clock.advance(60)
+    original = driver.run_script
+
+    def dies_before_outbox_done(name, *args, **kwargs):
+        if name == 'outbox_done':
+            raise SystemExit('API node died')
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(driver, 'run_script', dies_before_outbox_done)
+    with pytest.raises(SystemExit):
+        claim(driver, 'q', project)
+    monkeypatch.setattr(driver, 'run_script', original)
+    # The copy reached the dead-letter queue; its consumer deletes it.
+    assert [m['body'] for m in
+            driver.message_controller.pop('dlq', 10, project=project)] == [
+        'poison']
+    clock.advance(61)
+    driver.gc()
+    assert listed(driver, 'dlq', project, include_claimed=True) == []
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
+def test_deleted_ids_are_forgotten_after_their_memory(driver, raw, project,
+                                                      clock):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, *range(30))
+    driver.message_controller.pop('q', 20, project=project)
+    deleted = keys.queue_prefix('q', project) + ':deleted'
+    assert raw.zcard(deleted) == 20
+    clock.advance(driver.store_conf.deleted_id_memory - 1)
+    driver.gc()
+    assert raw.zcard(deleted) == 20
+    clock.advance(2)
+    driver.gc()
+    assert raw.zcard(deleted) == 0
+
+
+def test_a_claim_result_is_kept_only_for_the_retry_span(driver, raw,
+                                                       project):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a')
+    claim_id, _ = claim(driver, 'q', project)
+    result_key = keys.queue_prefix('q', project) + ':r:' + claim_id
+    assert 0 < raw.pttl(result_key) <= driver.retry_span_ms
+    # An empty claim keeps nothing.
+    assert claim(driver, 'q', project) == (None, [])
+    kept = raw.keys(keys.queue_prefix('q', project).replace('{', '\\{')
+                    .replace('}', '\\}') + ':r:*')
+    assert [k.decode() for k in kept] == [result_key]
+
+
+def test_redis_py_does_not_retry_on_its_own(driver):
+    assert driver.connection.get_retry().get_retries() == 0
+
+
+def test_a_post_racing_queue_deletion_stays_known_to_gc(
+        driver, raw, project, clock, monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'before')
+    original = driver.unregister_queue
+
+    def post_lands_first(queue, project):
+        # The post's script and registration both land after the last
+        # purge call, just before the purge unregisters the queue.
+        post(driver, 'q', project, 'racing', ttl=60)
+        original(queue, project)
+
+    monkeypatch.setattr(driver, 'unregister_queue', post_lands_first)
+    driver.message_controller._purge_queue('q', project)
+    tag = keys.queue_tag('q', project).encode()
+    assert raw.sismember(keys.QUEUE_REGISTRY, tag)
+    clock.advance(61)
+    assert driver.gc() >= 1
+    assert raw.exists(keys.queue_prefix('q', project) + ':msgs') == 0
+
+
+def test_the_health_report_says_whether_aof_is_on(driver, raw):
+    assert raw.config_get('appendonly') == {'appendonly': 'no'}
+    persistence = driver._health()['persistence']
+    assert persistence['aof_enabled'] is False
+    assert 'AOF' in persistence['warning']
+    raw.config_set('appendonly', 'yes')
+    try:
+        assert driver._health()['persistence'] == {'aof_enabled': True}
+    finally:
+        raw.config_set('appendonly', 'no')
