@@ -14,7 +14,9 @@ the same in ``time.monotonic()`` (``m0``, ``m1``), and the outcome:
   was lost): the call may or may not have taken effect;
 * ``crash`` - an exception that is not a Zaqar storage error: like
   ``error``, and a violation of its own (``not_a_storage_error``: SPEC §8
-  wants backend faults to reach Zaqar as storage errors, not as a 500).
+  wants backend faults to reach Zaqar as storage errors, not as a 500);
+* ``killed`` - the call began (a line is written before each call) but its
+  process was SIGKILLed before it returned: like ``error``.
 
 Messages are known by a tag in their body (``t``), as a failed post never
 tells its ids. The checks (``check``) only conclude what the brackets
@@ -61,11 +63,13 @@ def classify(exc):
 
 
 class Recorder:
-    """Appends one JSON line per call to ``path``."""
+    """Appends JSON lines to ``path``: one when a call begins (``begin``),
+    one with its outcome when it returns, both with the call's ``seq``."""
 
     def __init__(self, path, who):
         self.who = who
         self._file = open(path, 'a', buffering=1)
+        self._seq = 0
 
     def write(self, record):
         record['who'] = self.who
@@ -74,8 +78,10 @@ class Recorder:
     def call(self, op, queue, fn, **fields):
         """Run ``fn()``; return (outcome, result or None, record). The
         caller adds what the result says and ``write``s the record."""
-        record = dict(fields, op=op, q=queue, t0=time.time(),
+        self._seq += 1
+        record = dict(fields, op=op, q=queue, seq=self._seq, t0=time.time(),
                       m0=time.monotonic())
+        self.write(dict(record, begin=True))
         try:
             result, outcome = fn(), 'ok'
         except Exception as exc:  # recorded, classified, never hidden
@@ -89,13 +95,25 @@ class Recorder:
 
 
 def load(directory):
+    """Every record of a run. A call that began but never returned (its
+    process was killed) has outcome ``killed``: it may have run."""
     records = []
     for path in sorted(glob.glob(os.path.join(directory, '*.jsonl'))):
+        begun = {}
         with open(path) as f:
             for line in f:
                 # A process killed mid-write leaves a partial last line.
-                if line.endswith('\n'):
-                    records.append(json.loads(line))
+                if not line.endswith('\n'):
+                    continue
+                record = json.loads(line)
+                if record.pop('begin', False):
+                    begun[record['seq']] = record
+                    continue
+                begun.pop(record.get('seq'), None)
+                records.append(record)
+        for record in begun.values():
+            records.append(dict(record, outcome='killed', t1=float('inf'),
+                                msgs=record.get('msgs') or []))
     return records
 
 
@@ -120,7 +138,8 @@ def check(records, examples=5):
             for m, mid in zip(r['msgs'], ids):
                 posted[m['t']] = dict(m, id=mid, t0=r['t0'],
                                       acked=r['outcome'] == 'ok')
-        elif r['op'] == 'pop' and r['outcome'] in ('error', 'crash'):
+        elif r['op'] == 'pop' and r['outcome'] in ('error', 'crash',
+                                                   'killed'):
             failed_pops.append(r)
         elif r['op'] in ('claim', 'pop') and r['outcome'] == 'ok':
             for m in r['msgs']:

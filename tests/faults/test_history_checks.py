@@ -141,3 +141,29 @@ def test_a_message_whose_delete_failed_is_not_lost():
     # the consumer had it and asked to delete it: the delete may have run
     assert violations([post('a', 0), claim('a', 1),
                        delete('a', 1.1, outcome='error')]) == {}
+
+
+def test_a_call_cut_short_by_sigkill_is_known_from_its_begin_line(
+        tmp_path):
+    recorder = history.Recorder(str(tmp_path / 'consumer.jsonl'), 'c')
+    for record in (post('a', 0), claim('a', 1)):
+        recorder.write(record)
+    recorder.write({'op': 'delete', 'q': 'q', 'seq': 7, 'begin': True,
+                    't0': 1.1, 'id': 'id-a', 'tag': 'a', 'claim': 'c'})
+    with open(str(tmp_path / 'consumer.jsonl'), 'a') as f:
+        f.write('{"op": "del')            # killed mid-write
+    recorder.close()
+    records = history.load(str(tmp_path))
+    assert [r['outcome'] for r in records] == ['ok', 'ok', 'killed']
+    # the delete may have run: the message is not lost
+    assert history.check(records)['violations'] == {}
+
+
+def test_the_recorder_writes_a_begin_line_then_the_outcome(tmp_path):
+    recorder = history.Recorder(str(tmp_path / 'p.jsonl'), 'p')
+    outcome, result, record = recorder.call('pop', 'q', lambda: [1])
+    recorder.write(dict(record, msgs=[]))
+    recorder.close()
+    assert (outcome, result) == ('ok', [1])
+    [loaded] = history.load(str(tmp_path))
+    assert loaded['outcome'] == 'ok' and loaded['t0'] <= loaded['t1']
