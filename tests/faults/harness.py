@@ -30,6 +30,8 @@ class HistoryRun:
                  fault_interval=(1.0, 3.0)):
         self.spec = dict(spec, stop=os.path.join(workdir, 'STOP'))
         self.faults = dict(faults)
+        if claimers:
+            self.faults['consumer_sigkill'] = self.kill_consumer
         self.workdir = workdir
         self.duration = duration
         self.fault_interval = fault_interval
@@ -110,10 +112,14 @@ class HistoryRun:
                                            project=project)
 
     def _inject(self, deadline):
-        names = sorted(self.faults)
+        # Rounds of every kind in a random order: each kind is exercised.
+        names = []
         while time.monotonic() < deadline:
             time.sleep(self.rand.uniform(*self.fault_interval))
-            kind = self.rand.choice(names)
+            if not names:
+                names = sorted(self.faults)
+                self.rand.shuffle(names)
+            kind = names.pop()
             outcome, _, record = self._fault_log.call(
                 'fault', None, self.faults[kind], kind=kind)
             if outcome != 'ok':

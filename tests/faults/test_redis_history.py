@@ -114,17 +114,16 @@ def test_history_under_redis_faults(persistent_redis, proxy, tmp_path):
     }
     direct = workers.make_driver(dict(
         spec, uri=persistent_redis.url.replace('redis://', 'delay.redis://')))
-    run = harness.HistoryRun(
-        spec, {}, str(tmp_path), duration=300 if LONG else 35,
-        producers=3 if LONG else 2, claimers=3 if LONG else 2,
-        poppers=2 if LONG else 1,
-        gc_patches=[(redis_driver, 'GC_OUTBOX_AGE_MS', 0)])
-    run.faults = {
+    faults = {
         'redis_kill_restart': lambda: restart(persistent_redis),
         'drop_connections': proxy.drop_all,
         'redis_stall': lambda: stall(persistent_redis.port, STALL_SECONDS),
-        'consumer_sigkill': run.kill_consumer,
     }
+    run = harness.HistoryRun(
+        spec, faults, str(tmp_path), duration=300 if LONG else 35,
+        producers=3 if LONG else 2, claimers=3 if LONG else 2,
+        poppers=2 if LONG else 1,
+        gc_patches=[(redis_driver, 'GC_OUTBOX_AGE_MS', 0)])
     proxy.drop_reply_probability = REPLY_DROP_PROBABILITY
     try:
         report = run.run(direct)
@@ -139,6 +138,7 @@ def test_history_under_redis_faults(persistent_redis, proxy, tmp_path):
     (tmp_path / 'report.json').write_text(text)
     print(text)
     assert not proxy.errors
+    assert all(report['faults'].get(kind) for kind in run.faults)
     assert report['faults']['script_reply_dropped'] > 0
     assert report['messages']['consumed'] > 0
     assert not report['violations'], text

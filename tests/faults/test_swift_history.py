@@ -52,14 +52,11 @@ def test_history_under_swift_faults(swift_server, redis_url, tmp_path):
     }
     direct = workers.make_driver(spec)
     run = harness.HistoryRun(
-        spec, {}, str(tmp_path), duration=240 if LONG else 30,
+        spec, {'swift_proxy_restart': swift_server.restart_proxy},
+        str(tmp_path), duration=240 if LONG else 30,
         producers=2 if LONG else 1, claimers=2 if LONG else 1,
         poppers=1, fault_interval=(4.0, 8.0),
         gc_patches=[(swift_driver, 'GC_ABANDONED_S', 0)])
-    run.faults = {
-        'swift_proxy_restart': swift_server.restart_proxy,
-        'consumer_sigkill': run.kill_consumer,
-    }
     try:
         report = run.run(direct)
         report.pop('all')
@@ -69,6 +66,6 @@ def test_history_under_swift_faults(swift_server, redis_url, tmp_path):
     text = json.dumps(report, indent=1, sort_keys=True)
     (tmp_path / 'report.json').write_text(text)
     print(text)
-    assert report['faults'].get('swift_proxy_restart')
+    assert all(report['faults'].get(kind) for kind in run.faults)
     assert report['messages']['consumed'] > 0
     assert not report['violations'], text
