@@ -112,7 +112,6 @@ class QueuePolicy:
                    dead_letter_ttl=dlq_ttl,
                    redelivery_delay=redelivery or 0)
 
-
     @classmethod
     def for_arrivals(cls, metadata):
         """What a queue's metadata means for messages moved into it (dead

@@ -13,7 +13,9 @@ OPTION_MODULES = (limits, mongodb, redis, swift)
 
 
 def list_opts():
-    return [(module.GROUP_NAME, module.ALL_OPTS) for module in OPTION_MODULES]
+    return [(module.GROUP_NAME, getattr(module, 'LISTED_OPTS',
+                                        module.ALL_OPTS))
+            for module in OPTION_MODULES]
 
 
 def register(conf, *modules):
