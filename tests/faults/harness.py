@@ -1,10 +1,12 @@
-"""Runs a fault-injection history: workers, a fault thread, a drain, checks.
+"""Runs a fault-injection history: workers, faults, a drain, checks.
 
 ``HistoryRun(spec, faults, ...)`` creates the queues, starts producer and
 consumer processes (see workers.py), and while they run calls one of
-``faults`` (name -> callable) every ``fault_interval`` seconds, recording each as a ``fault`` line. Then it stops the workers, drains every
-queue without faults (finishing moves that killed nodes left half done),
-and checks the whole history (history.check).
+``faults`` (name -> callable; SIGKILLing a claiming consumer is added)
+every ``fault_interval`` seconds, each kind once per round, recording each
+as a ``fault`` line. Then it stops the workers, drains every queue without
+faults (finishing moves that killed nodes left half done), and checks the
+whole history (history.check).
 """
 
 import multiprocessing
@@ -145,15 +147,36 @@ class HistoryRun:
 
     def drain_and_check(self, driver, timeout=120):
         """Consume everything left, with no faults, then check."""
+        saved = [(module, name, getattr(module, name))
+                 for module, name, _ in self.gc_patches]
         for module, name, value in self.gc_patches:
             setattr(module, name, value)
+        try:
+            left = self._drain(driver, timeout)
+        finally:
+            for module, name, value in saved:
+                setattr(module, name, value)
+        self._fault_log.close()
+        report = history.check(history.load(self.workdir))
+        report['seed'] = self.seed
+        report['duration_s'] = self.duration
+        extra = {'left_in_store': {q: n for q, n in left.items() if n},
+                 'worker_hung': self.hung, 'worker_crashed': self.crashed}
+        for kind, found in extra.items():
+            if found:
+                report['violations'][kind] = len(found)
+                report['examples'][kind] = report['all'][kind] = found
+        return report
+
+    def _drain(self, driver, timeout):
+        """Claim and delete until every queue stays empty, or nothing was
+        claimable for longer than any delay or claim could hold a message;
+        return what each queue still counts."""
         recorder = history.Recorder(
             os.path.join(self.workdir, 'drain.jsonl'), 'drain')
         spec, queues = self.spec, list(self.spec['queues'].values())
         deadline = time.monotonic() + timeout
         progress, quiet, left = time.monotonic(), 0, {}
-        # Done when twice in a row nothing is left; stuck when nothing was
-        # claimed for longer than any delay or claim could hold a message.
         while (quiet < 2 and time.monotonic() < deadline
                and time.monotonic() - progress < STUCK_AFTER):
             driver.gc()
@@ -168,14 +191,4 @@ class HistoryRun:
             else:
                 time.sleep(0.5)
         recorder.close()
-        self._fault_log.close()
-        report = history.check(history.load(self.workdir))
-        report['seed'] = self.seed
-        report['duration_s'] = self.duration
-        extra = {'left_in_store': {q: n for q, n in left.items() if n},
-                 'worker_hung': self.hung, 'worker_crashed': self.crashed}
-        for kind, found in extra.items():
-            if found:
-                report['violations'][kind] = len(found)
-                report['examples'][kind] = report['all'][kind] = found
-        return report
+        return left
