@@ -157,7 +157,9 @@ class HistoryRun:
             for module, name, value in saved:
                 setattr(module, name, value)
         self._fault_log.close()
-        report = history.check(history.load(self.workdir))
+        queues = self.spec['queues']
+        report = history.check(history.load(self.workdir),
+                               dead_letters={queues['dead']: queues['dlq']})
         report['seed'] = self.seed
         report['duration_s'] = self.duration
         extra = {'left_in_store': {q: n for q, n in left.items() if n},

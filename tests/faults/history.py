@@ -26,8 +26,8 @@ prove, so a noisy machine cannot produce a false violation:
   handed out) was never consumed: no pop returned it and no delete of it
   was sent that succeeded or may have run, although the run ended with a
   drain of every queue. Each comes with the number of failed pops on its
-  queue since it was posted (a failed pop that took it is the usual
-  cause).
+  queue (or its dead-letter queue) since it was posted: a failed pop that
+  took it is the usual cause.
 * ``two_live_claims`` - two hand-outs of one message that no order allows:
   after a claim of ttl T executed at t (>= its t0), the next hand-out can
   execute only from t + T; after a pop, never.
@@ -117,10 +117,13 @@ def load(directory):
     return records
 
 
-def check(records, examples=5):
+def check(records, examples=5, dead_letters=None):
     """Check a history; return a report dict (see module docstring):
     counts of operations, faults and violations, a few ``examples`` of
-    each violation, and ``all`` of them."""
+    each violation, and ``all`` of them. ``dead_letters`` ({queue: its
+    dead-letter queue}) tells where else a lost message may have been
+    popped."""
+    dead_letters = dead_letters or {}
     posted, handouts, gone = {}, collections.defaultdict(list), {}
     consumed, maybe_gone = set(), collections.defaultdict(list)
     operations, faults = collections.Counter(), collections.Counter()
@@ -167,7 +170,8 @@ def check(records, examples=5):
             'tag': tag, 'post': post, 'handouts': _brief(handouts[tag]),
             'failed_pops_since_post': sum(
                 1 for r in failed_pops
-                if post and r['q'] == post['q'] and r['t1'] >= post['t0'])})
+                if post and r['t1'] >= post['t0'] and r['q'] in (
+                    post['q'], dead_letters.get(post['q'])))})
     for tag, outs in handouts.items():
         _check_pairs(tag, outs, violations)
         for h in outs:

@@ -167,3 +167,12 @@ def test_the_recorder_writes_a_begin_line_then_the_outcome(tmp_path):
     assert (outcome, result) == ('ok', [1])
     [loaded] = history.load(str(tmp_path))
     assert loaded['outcome'] == 'ok' and loaded['t0'] <= loaded['t1']
+
+
+def test_a_lost_message_counts_the_failed_pops_that_may_have_taken_it():
+    failed_pop = dict(pop('x', 5, q='dlq'), outcome='error', msgs=[])
+    other_pop = dict(pop('y', 5, q='other'), outcome='error', msgs=[])
+    report = history.check([post('a', 0), failed_pop, other_pop],
+                           dead_letters={'q': 'dlq'})
+    [lost] = report['all']['lost']
+    assert lost['failed_pops_since_post'] == 1
