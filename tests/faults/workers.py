@@ -111,7 +111,7 @@ def consume(spec, index, mode, log_path, seed):
 
 
 def pop(driver, recorder, spec, queue, limit):
-    outcome, messages, record = recorder.call(
+    _, messages, record = recorder.call(
         'pop', queue, lambda: list(driver.message_controller.pop(
             queue, limit, project=spec['project'])))
     record['msgs'] = [{'id': m['id'], 't': m['body']['t']}
@@ -129,8 +129,7 @@ def claim_and_delete(driver, recorder, spec, queue, limit, ttl, rand=None):
             limit=limit)
         return claim_id, list(found)
 
-    outcome, result, record = recorder.call('claim', queue, claim,
-                                            ttl=ttl)
+    _, result, record = recorder.call('claim', queue, claim, ttl=ttl)
     claim_id, messages = result if result else (None, [])
     record['claim'] = claim_id
     record['msgs'] = [{'id': m['id'], 't': m['body']['t']}
@@ -140,7 +139,7 @@ def claim_and_delete(driver, recorder, spec, queue, limit, ttl, rand=None):
     if rand is not None and rand.random() < abandon:
         return len(messages)
     for message in messages:
-        outcome, _, record = recorder.call(
+        _, _, record = recorder.call(
             'delete', queue, lambda: driver.message_controller.delete(
                 queue, message['id'], project=spec['project'],
                 claim=claim_id),
