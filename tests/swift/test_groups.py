@@ -238,3 +238,28 @@ def test_purge_and_move_clean_every_object(driver, make_queue,
     assert len(delayed) == 1 and moved[0]['id'] in delayed[0]
     entry = driver.store.listing(target_qs.c, 'g/')[0]
     assert json.loads(names.ct_params(entry['content_type'])['g']) == 'b'
+
+
+def test_an_interrupted_move_lands_though_its_target_metadata_went_bad(
+        driver, make_queue, project, clock, monkeypatch):
+    from zaqar_delay.drivers.swift import group_admin
+    queue, target = make_queue(GROUPED), make_queue()
+    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2},
+         ttl=3600)
+
+    def node_dies(*args, **kwargs):
+        raise SystemExit('node died after locking the head')
+
+    monkeypatch.setattr(group_admin, 'transfer', node_dies)
+    with pytest.raises(SystemExit):
+        driver.message_controller.move_group(queue, 'a', target,
+                                             project=project)
+    monkeypatch.undo()
+    driver.queue_controller.set_metadata(target, {'_message_group_key': 5},
+                                         project=project)
+    # Well past gc's 60 s, whatever the time the steps above took.
+    clock.advance(600)
+    driver.gc()
+    assert bodies(listed(driver, target, project)) == [
+        {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2}]
+    assert listed(driver, queue, project, include_claimed=True) == []

@@ -45,7 +45,7 @@ deleted_id_memory = cfg.IntOpt(
          'node died, cannot store a message its consumer already deleted. '
          'Keep it above the retry span and above the time zaqar-delay-gc '
          'takes to come round (its interval plus one minute); it costs '
-         'about 100 bytes of Redis memory per message deleted within it.')
+         'about 140 bytes of Redis memory per message deleted within it.')
 
 ALL_OPTS = [uri, socket_timeout, max_reconnect_attempts, reconnect_sleep,
             deleted_id_memory]

@@ -210,8 +210,11 @@ class ClaimController(controller.ClaimController):
                 else:
                     runs.append((message.client, [moved]))
             for client_uuid, moved in runs:
-                messages_ctrl._insert(dlq, project, moved, client_uuid)
+                messages_ctrl._insert(dlq, project, moved, client_uuid,
+                                      copies=True)
         qs.remove([(m.id, m.pos, None, m.gk) for m in messages], now)
+        if dlq is not None:
+            qs.moved_out([m.id for m in messages])
 
     # -- one claim ---------------------------------------------------------
 

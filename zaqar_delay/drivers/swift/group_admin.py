@@ -127,21 +127,25 @@ def transfer(driver, qs, project, members, target, policy, now):
             runs.append((message.client, [moved]))
     # One insert per run of one poster's messages: positions keep order.
     for client_uuid, batch in runs:
-        messages._insert(target, project, batch, client_uuid)
+        messages._insert(target, project, batch, client_uuid, copies=True)
     qs.remove([(m.id, m.pos, None, m.gk) for m in members[1:] + members[:1]],
               now)
+    qs.moved_out([m.id for m in members])
 
 
 def finish_move(driver, qs, project, head, target, now):
     """gc: finish a move whose node died after locking ``head``."""
     try:
-        policy = driver.message_controller.policy(target, project)
+        metadata = driver.queue_controller.get_metadata(target, project)
     except storage_errors.QueueDoesNotExist:
         # Nowhere to go: give the head back to its group.
         attempts = qs.latest_lock(head.id)[0]
         qs.make_available(head.pos, head.id, attempts + 1, now, now,
                           head.gk)
         return
+    # The move was accepted: metadata of the target's that went bad since
+    # takes the group ungrouped rather than stranding it here.
+    policy = rules.QueuePolicy.for_arrivals(metadata)
     members = live_members(qs, head.gk, now)
     members = [head] + [m for m in members if m.id != head.id]
     transfer(driver, qs, project, members, target, policy, now)

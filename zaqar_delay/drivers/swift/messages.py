@@ -34,7 +34,11 @@ class MessageController(controller.MessageController):
 
     # -- post --------------------------------------------------------------
 
-    def _insert(self, queue, project, messages, client_uuid):
+    def _insert(self, queue, project, messages, client_uuid, copies=False):
+        """Store ``messages``; with ``copies`` (dead letters, moved groups)
+        each leaves an ``r/`` marker, and one that has a marker already is
+        skipped: gc finishing a move that a dead node left midway must not
+        bring back a copy its consumer deleted since."""
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         stored = [swift_state.Message(m.id, {}, {
@@ -44,6 +48,10 @@ class MessageController(controller.MessageController):
         self._allocate(qs, stored, now)
 
         def store_one(message):
+            if copies and self._store.head(
+                    qs.c, names.received_obj(message.id)) is not None:
+                self._store.delete(qs.c, names.position_obj(message.pos))
+                return False
             record = {'b': message.body, 't': message.ttl,
                       'cr': message.created, 'e': message.expires,
                       'd': message.due, 'u': message.client,
@@ -60,6 +68,12 @@ class MessageController(controller.MessageController):
                 # dead-letter copy): give the position back.
                 self._store.delete(qs.c, names.position_obj(message.pos))
                 return False
+            if copies:
+                # Before it can be claimed, so before it can be deleted.
+                self._store.put(qs.c, names.received_obj(message.id),
+                                headers=qs.delete_at(
+                                    message.expires
+                                    + names.RECEIVED_MEMORY_S * 1000))
             if message.group is None:
                 qs.make_available(message.pos, message.id, 1, message.due,
                                   now)

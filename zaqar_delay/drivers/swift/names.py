@@ -45,6 +45,10 @@ object                     holds
                            members in order, its first entry is the head.
                            Content-Type carries ``d`` (due) and ``g`` (the
                            JSON-encoded group id).
+``r/I``                    message I arrived here as a copy (dead letter,
+                           moved group); kept RECEIVED_MEMORY_S past its
+                           expiry, so gc finishing that move again skips
+                           it even after its consumer deleted it.
 =========================  ==================================================
 
 Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
@@ -90,6 +94,8 @@ DEAD = 'dead'
 MOVE = 'move'
 # Not a claim id: a lock held by pop, dead-lettering or a group move.
 TAKEN = (POP, DEAD, MOVE)
+# How long past a copied message's expiry its r/ marker stays.
+RECEIVED_MEMORY_S = 900
 GROUP_HEX_BYTES = 256
 GROUP_HASH_CHARS = 20
 
@@ -127,6 +133,10 @@ def position_obj(position):
 
 def message_obj(message_id):
     return 'm/' + enc(message_id)
+
+
+def received_obj(message_id):
+    return 'r/' + enc(message_id)
 
 
 def avail_obj(position, message_id, attempt):

@@ -123,6 +123,13 @@ class QueueState:
             self.store.parallel(lambda gk: groups.advance(self, gk, now),
                                 touched)
 
+    def moved_out(self, message_ids):
+        """Forget that these messages arrived here as copies: they left by
+        a move, not by a consumer's delete, and may come back the same way
+        (a dead letter moved back, then dead-lettered again)."""
+        self.store.delete_many(self.c, [names.received_obj(mid)
+                                        for mid in message_ids])
+
     # -- claims ------------------------------------------------------------
 
     def latest_lock(self, message_id):

@@ -1,0 +1,49 @@
+"""Swift: gc finishing a dead-letter copy a dead node left midway cannot
+bring back a copy its consumer deleted (r/ markers, names.py)."""
+
+import pytest
+
+from tests.contract.helpers import bodies, claim, listed, post
+
+
+def dead_letter(driver, queue, project, clock):
+    claim(driver, queue, project, ttl=60)
+    clock.advance(60)
+    assert claim(driver, queue, project) == (None, [])
+
+
+def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
+        driver, make_queue, project, clock, monkeypatch):
+    dlq = make_queue()
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
+    post(driver, queue, project, 'poison', ttl=3600)
+    messages = driver.message_controller
+    original = messages._insert
+
+    def copies_then_dies(*args, **kwargs):
+        original(*args, **kwargs)
+        raise SystemExit('node died after copying')
+
+    monkeypatch.setattr(messages, '_insert', copies_then_dies)
+    with pytest.raises(SystemExit):
+        dead_letter(driver, queue, project, clock)
+    monkeypatch.undo()
+    assert bodies(messages.pop(dlq, 10, project=project)) == ['poison']
+    clock.advance(600)
+    driver.gc()
+    assert listed(driver, dlq, project, include_claimed=True) == []
+    assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_a_dead_letter_moved_back_can_be_dead_lettered_again(
+        driver, make_queue, project, clock):
+    grouped = {'_message_group_key': 'g'}
+    dlq = make_queue(grouped)
+    queue = make_queue(dict(grouped, _max_claim_count=1,
+                            _dead_letter_queue=dlq))
+    post(driver, queue, project, {'g': 'a'}, ttl=3600)
+    dead_letter(driver, queue, project, clock)
+    assert driver.message_controller.move_group(dlq, 'a', queue,
+                                                project=project) == 1
+    dead_letter(driver, queue, project, clock)
+    assert bodies(listed(driver, dlq, project)) == [{'g': 'a'}]
