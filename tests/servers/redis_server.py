@@ -36,10 +36,17 @@ def free_port():
 
 
 class RedisServer:
-    """``with RedisServer() as server: server.url``"""
+    """``with RedisServer() as server: server.url``
 
-    def __init__(self, binary=None):
+    ``persistent=True`` turns on the append-only file with ``appendfsync
+    always`` (an acknowledged write survives a SIGKILL) and the DEBUG
+    command; ``kill()`` then ``restart()`` brings the same data back on the
+    same port, as the fault-injection tests need.
+    """
+
+    def __init__(self, binary=None, persistent=False):
         self.binary = binary or find_binary()
+        self.persistent = persistent
         self.port = None
         self.process = None
         self.workdir = None
@@ -51,9 +58,26 @@ class RedisServer:
     def start(self, timeout=20):
         self.workdir = tempfile.mkdtemp(prefix='zd-redis-')
         self.port = free_port()
+        return self._launch(timeout)
+
+    def kill(self):
+        """SIGKILL the server, keeping its directory and port."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def restart(self, timeout=20):
+        """Start again on the same port and directory (after ``kill``)."""
+        self.kill()
+        return self._launch(timeout)
+
+    def _launch(self, timeout):
+        persistence = (['--appendonly', 'yes', '--appendfsync', 'always',
+                        '--enable-debug-command', 'local']
+                       if self.persistent else ['--appendonly', 'no'])
         self.process = subprocess.Popen(
             [self.binary, '--port', str(self.port), '--bind', '127.0.0.1',
-             '--save', '', '--appendonly', 'no', '--dir', self.workdir,
+             '--save', '', *persistence, '--dir', self.workdir,
              '--logfile', os.path.join(self.workdir, 'redis.log')],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
@@ -67,7 +91,9 @@ class RedisServer:
                     if sock.recv(16).startswith(b'+PONG'):
                         return self
             except OSError:
-                time.sleep(0.05)
+                pass
+            # Not listening yet, or still loading its append-only file.
+            time.sleep(0.05)
         self.stop()
         raise RedisUnavailable('redis-server did not start on port {}'
                                .format(self.port))

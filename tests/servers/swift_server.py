@@ -374,6 +374,22 @@ class SwiftServer(object):
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
 
+    def restart_proxy(self, down_seconds=0.5, timeout=60.0):
+        """SIGKILL the proxy server (requests in flight die with it), wait
+        ``down_seconds``, start it again on the same port and wait until it
+        serves. Storage servers and memcached keep running. Call it from
+        a thread that outlives the server: the new proxy gets SIGTERM when
+        its parent thread ends (``_die_with_parent``)."""
+        proxy = [p for p in self._procs if p.name == 'proxy-server']
+        for p in proxy:
+            self._signal(p.popen, signal.SIGKILL)
+            p.popen.wait(10)
+            self._procs.remove(p)
+        time.sleep(down_seconds)
+        conf = os.path.join(self.conf_dir, 'proxy-server.conf')
+        self._spawn_swift('proxy-server', 'swift-proxy-server', [conf, '-v'])
+        self._wait_ready(time.monotonic() + timeout)
+
     def log_tails(self, lines=30):
         """Last lines of every log file (for error messages)."""
         out = []
