@@ -109,7 +109,7 @@ def test_every_delete_is_remembered_for_a_retried_post(driver, project, how):
     else:
         messages.pop('q', 1, project=project)
     driver.run_script('post', 'q', project, 'client', mid, 60, 0, '"once"',
-                      '')
+                      '', '')
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
@@ -206,3 +206,56 @@ def test_the_health_report_says_whether_aof_is_on(driver, raw):
         assert driver._health()['persistence'] == {'aof_enabled': True}
     finally:
         raw.config_set('appendonly', 'no')
+
+
+def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
+        driver, conf, project, monkeypatch):
+    # The pop runs but its reply is lost; Redis then restarts and answers
+    # LOADING for longer than every reconnect attempt would last. Giving up
+    # would answer 503 for a batch already taken; the wait returns it.
+    group = 'drivers:message_store:delay.redis'
+    conf.set_override('reconnect_sleep', 0.0, group=group)
+    conf.set_override('max_reconnect_attempts', 1, group=group)
+    conf.set_override('loading_wait', 5.0, group=group)
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b', 'c')
+    original = driver.guarded
+    faults = [redis_py.exceptions.ConnectionError('reply lost')] + [
+        redis_py.exceptions.BusyLoadingError('LOADING')] * 4
+
+    def guarded(call):
+        def faulty():
+            if faults and isinstance(faults[0],
+                                     redis_py.exceptions.BusyLoadingError):
+                raise faults.pop(0)
+            result = call()
+            if faults:
+                raise faults.pop(0)
+            return result
+        return original(faulty)
+
+    monkeypatch.setattr(driver, 'guarded', guarded)
+    popped = driver.message_controller.pop('q', 2, project=project)
+    assert [m['body'] for m in popped] == ['a', 'b']
+    assert faults == []
+    monkeypatch.setattr(driver, 'guarded', original)
+    assert [m['body'] for m in listed(driver, 'q', project)] == ['c']
+
+
+def test_a_redis_loading_for_too_long_is_a_storage_error(driver, conf,
+                                                         project,
+                                                         monkeypatch):
+    group = 'drivers:message_store:delay.redis'
+    conf.set_override('loading_wait', 0.3, group=group)
+    driver.queue_controller.create('q', project=project)
+    original = driver.guarded
+
+    def guarded(call):
+        def loading():
+            raise redis_py.exceptions.BusyLoadingError('LOADING')
+        return original(loading)
+
+    monkeypatch.setattr(driver, 'guarded', guarded)
+    from zaqar_delay import errors
+    with pytest.raises(errors.BackendUnavailable, match='LOADING'):
+        driver.message_controller.pop('q', 2, project=project)

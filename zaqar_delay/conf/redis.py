@@ -37,6 +37,15 @@ reconnect_sleep = cfg.FloatOpt(
     help='Seconds to sleep before the first reconnect attempt; doubled on '
          'each further attempt.')
 
+loading_wait = cfg.FloatOpt(
+    'loading_wait', default=30.0, min=0.0, max=600.0,
+    help='Seconds an operation keeps waiting, beyond its reconnect '
+         'attempts, for a Redis that answers LOADING while it reads its '
+         'data set back after a restart (it runs no command meanwhile). '
+         'Without this wait, a pop whose reply was lost just before the '
+         'restart would fail with a 503 after its messages were taken; '
+         'with it, the retry gets the batch once Redis is back.')
+
 deleted_id_memory = cfg.IntOpt(
     'deleted_id_memory', default=900, min=60, max=86400,
     help='Seconds the ids of deleted (acknowledged, popped) messages are '
@@ -48,4 +57,4 @@ deleted_id_memory = cfg.IntOpt(
          'about 140 bytes of Redis memory per message deleted within it.')
 
 ALL_OPTS = [uri, socket_timeout, max_reconnect_attempts, reconnect_sleep,
-            deleted_id_memory]
+            loading_wait, deleted_id_memory]

@@ -44,17 +44,36 @@ def client_from_uri(uri, socket_timeout):
                        **NO_RETRY)
 
 
-def guarded(call, attempts, sleep):
+# How often a call waiting out a LOADING Redis tries again.
+LOADING_POLL = 0.2
+
+
+def guarded(call, attempts, sleep, loading_wait=0.0):
     """Run ``call()``; retry lost connections, then raise Zaqar's error.
 
     A retry after a lost reply has the effect of one call: posts carry
     their ids and skip ids that exist or were deleted lately (post.lua),
     claim and pop keep their result under the claim id for the retry span
-    (claim.lua), and every other script is atomic and idempotent.
+    (claim.lua), and every other script is atomic and idempotent. While
+    Redis answers LOADING (it is reading its data set back after a restart
+    and runs nothing), the call waits up to ``loading_wait`` seconds more
+    without using up its attempts: giving up then would fail a call whose
+    lost first run may have taken a batch that the retry would return.
     """
-    for attempt in range(attempts + 1):
+    attempt, loading_until = 0, None
+    while True:
         try:
             return call()
+        except redis.exceptions.BusyLoadingError as exc:
+            now = time.monotonic()
+            if loading_until is None:
+                loading_until = now + loading_wait
+            if now < loading_until:
+                time.sleep(min(LOADING_POLL, loading_until - now))
+                continue
+            LOG.error('Redis still loading after %.1f s: %s', loading_wait,
+                      exc)
+            raise errors.BackendUnavailable(backend='Redis', reason=exc)
         except (redis.exceptions.ConnectionError,
                 redis.exceptions.TimeoutError) as exc:
             if attempt == attempts:
@@ -62,6 +81,7 @@ def guarded(call, attempts, sleep):
                           attempts + 1, exc)
                 raise errors.BackendUnavailable(backend='Redis', reason=exc)
             time.sleep(sleep * (2 ** attempt))
+            attempt += 1
         except redis.exceptions.ResponseError as exc:
             LOG.error('Redis refused an operation: %s', exc)
             raise errors.BackendUnavailable(backend='Redis', reason=exc)

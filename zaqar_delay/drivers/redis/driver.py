@@ -53,12 +53,13 @@ class DataDriver(base.DataDriver):
     @property
     def retry_span_ms(self):
         """How long after a call a retry of it may still arrive: every
-        attempt timing out, plus the sleeps between them."""
+        attempt timing out, plus the sleeps between them, plus the wait for
+        a Redis that is loading its data set."""
         conf = self.store_conf
         attempts = conf.max_reconnect_attempts
         sleeps = conf.reconnect_sleep * (2 ** attempts - 1)
-        return int(((attempts + 1) * conf.socket_timeout + sleeps) * 1000
-                   ) + RETRY_MARGIN_MS
+        return int(((attempts + 1) * conf.socket_timeout + sleeps
+                    + conf.loading_wait) * 1000) + RETRY_MARGIN_MS
 
     @property
     def deleted_id_memory_ms(self):
@@ -72,7 +73,8 @@ class DataDriver(base.DataDriver):
     def guarded(self, call):
         return connection.guarded(call,
                                   self.store_conf.max_reconnect_attempts,
-                                  self.store_conf.reconnect_sleep)
+                                  self.store_conf.reconnect_sleep,
+                                  self.store_conf.loading_wait)
 
     def run_script(self, name, queue, project, *args, client=None):
         run = functools.partial(self.scripts.run, name, queue, project,
