@@ -49,3 +49,23 @@ def test_a_dead_letter_moved_back_can_be_dead_lettered_again(
                                                 project=project) == 1
     dead_letter(driver, queue, project, clock)
     assert bodies(listed(driver, dlq, project)) == [{'g': 'a'}]
+
+
+def test_an_unreachable_swift_is_a_storage_error(request, conf, project):
+    # Zaqar turns a storage ConnectionError into a 503; anything else (a
+    # TypeError from building one wrongly) would be a 500 with a trace.
+    from zaqar.storage import errors as storage_errors
+    from tests import backends
+    from tests.factories import swift as swift_factory
+    from tests.servers.redis_server import free_port
+    from zaqar_delay.drivers.swift import driver as swift_driver
+    server = request.getfixturevalue('swift_server')
+    uri = swift_factory.swift_uri(server).replace(
+        ':{}/'.format(server.proxy_port), ':{}/'.format(free_port()))
+    conf.set_override('uri', uri, group=swift_factory.GROUP)
+    control = backends.control_driver(conf,
+                                      request.getfixturevalue('redis_url'))
+    unreachable = swift_driver.DataDriver(conf, None, control)
+    unreachable.queue_controller.create('q', project=project)
+    with pytest.raises(storage_errors.ConnectionError, match='Swift'):
+        post(unreachable, 'q', project, 'lost?')

@@ -18,7 +18,8 @@ import swiftclient
 from keystoneauth1 import session as keystone_session
 from keystoneauth1.identity import generic
 from oslo_log import log as logging
-from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import errors as zd_errors
 
 LOG = logging.getLogger(__name__)
 
@@ -127,11 +128,11 @@ class Store:
             if exc.http_status in expect:
                 return exc.http_status
             LOG.error('Swift %s failed: %s', method, exc)
-            raise storage_errors.ConnectionError(str(exc))
+            raise zd_errors.BackendUnavailable(backend='Swift', reason=exc)
         except Exception as exc:
             LOG.error('Swift unreachable (%s): %s', method, exc)
             self._local.conn = None
-            raise storage_errors.ConnectionError(str(exc))
+            raise zd_errors.BackendUnavailable(backend='Swift', reason=exc)
         if self.endpoint.auth == 'v1' and self._token is None:
             self._storage_url, self._token = (self.client.url,
                                               self.client.token)
@@ -156,8 +157,9 @@ class Store:
             if status != 404:
                 return True
             self.put_container(container, container_meta)
-        raise storage_errors.ConnectionError(
-            'container {} keeps disappearing'.format(container))
+        raise zd_errors.BackendUnavailable(
+            backend='Swift',
+            reason='container {} keeps disappearing'.format(container))
 
     def create(self, container, name, body=b'', content_type=None,
                headers=None, container_meta=None):
@@ -233,8 +235,9 @@ class Store:
         errors = [e for e in result.get('Errors', [])
                   if not str(e[1]).startswith(('404', '409'))]
         if errors:
-            raise storage_errors.ConnectionError(
-                'bulk delete failed: {}'.format(errors[:3]))
+            raise zd_errors.BackendUnavailable(
+                backend='Swift',
+                reason='bulk delete failed: {}'.format(errors[:3]))
 
     def _has_bulk_delete(self):
         if self._bulk is None:

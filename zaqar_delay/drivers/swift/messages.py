@@ -12,6 +12,7 @@ import random
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
+from zaqar_delay import errors
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
@@ -102,8 +103,9 @@ class MessageController(controller.MessageController):
             self._store.delete_many(qs.c, [
                 names.position_obj(m.pos) for m, ok in zip(stored, won)
                 if ok])
-        raise storage_errors.ConnectionError(
-            'could not allocate message positions in {}'.format(qs.c))
+        raise errors.BackendUnavailable(
+            backend='Swift',
+            reason='could not allocate message positions in {}'.format(qs.c))
 
     def _take_position(self, qs, message):
         return self._store.create(
