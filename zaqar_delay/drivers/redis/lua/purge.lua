@@ -22,6 +22,6 @@ end
 local n = #ids + #outbox + #claims + #groups
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
-             OUTBOX, GROUPS)
+             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS)
 end
 return n
