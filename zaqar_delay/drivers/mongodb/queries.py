@@ -83,7 +83,7 @@ def delayed_due(queue, project, now):
     return Query(f.MESSAGES,
                  f.queue_filter(queue, project, **{
                      f.STATE: f.DELAYED, f.DUE: {'$lte': now}}),
-                 None, 'zd_state_due')
+                 [(f.DUE, 1)], 'zd_state_due')
 
 
 def claimed_due(queue, project, before):

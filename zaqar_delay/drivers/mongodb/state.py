@@ -5,7 +5,8 @@ Settling is what Redis does in ``refresh()`` (lua/_common.lua): claims that
 ended put their messages back (``c -> d``; ``d`` already holds claim expiry
 + redelivery delay), delayed messages that are due become ready
 (``d -> r``), and a bounded batch of expired messages is deleted (their
-groups then advance: groups.py). Each step is an index range over exactly
+groups then advance: groups.py). Each step takes a bounded batch, so no
+single operation grows with a backlog. Each step is an index range over exactly
 the documents that change, so a queue with nothing to settle costs three
 empty index probes. Blocked group members (``b``) are in none of these
 ranges; a group head keeps its ``h`` through ``c -> d -> r``.
@@ -53,9 +54,21 @@ def reserve_positions(counters, queue, project, count):
 def settle(driver, queue, project, now, purge_batch=PURGE_BATCH):
     """Bring a queue's states up to ``now``; returns messages purged."""
     end_claims(driver, queue, project, now)
-    due = queries.delayed_due(queue, project, now)
-    driver.messages.update_many(due.filter, {'$set': {f.STATE: f.READY}})
+    promote_due(driver, queue, project, now)
     return purge_expired(driver, queue, project, now, purge_batch)
+
+
+def promote_due(driver, queue, project, now):
+    """Up to SETTLE_BATCH delayed messages that are due become ready,
+    the earliest due first: one bounded update however many fell due at
+    once (the next settle takes the next batch)."""
+    due = queries.delayed_due(queue, project, now)
+    found = driver.messages.find(due.filter, {'_id': True}, due.sort,
+                                 SETTLE_BATCH, due.index)
+    if found:
+        driver.messages.update_many(
+            dict(due.filter, _id={'$in': [doc['_id'] for doc in found]}),
+            {'$set': {f.STATE: f.READY}})
 
 
 def end_claims(driver, queue, project, now):
