@@ -12,7 +12,7 @@ from zaqar_delay.drivers.redis import wire
 
 # Ids purged per purge.lua call when a queue is deleted (each script call
 # stays short; see lua/_common.lua on bounded work).
-PURGE_BATCH = 200
+PURGE_BATCH = 100
 
 _DELETE_ERRORS = {
     1: storage_errors.MessageNotClaimed,

@@ -34,7 +34,7 @@ local GFLIGHT = Q .. ':gflight'
 local MOVING, MOVE_TARGETS = Q .. ':moving', Q .. ':movetargets'
 
 -- Messages settled, purged or scanned per call at most (see above).
-local BATCH = 200
+local BATCH = 100
 
 local function clock(override)
   if override ~= '' then return tonumber(override) end

@@ -8,18 +8,19 @@
 -- A message already claimed max-claim-count times is not handed out: it
 -- goes to the outbox for the caller to copy into the dead-letter queue, or
 -- is dropped without one; either way its group's next member is unblocked.
--- Settling and the ids looked at are bounded by the limit: a claim settles
--- twice what it can hand out, so a backlog of due messages or ended claims
--- drains faster than it is consumed, and gc settles the rest.
+-- Its work is bounded by the limit, so a claim costs about the same
+-- whatever backlog the queue holds: it settles twice what it can hand out
+-- (a backlog of due messages or ended claims drains faster than it is
+-- consumed), drops at most `limit` expired messages and looks at no more
+-- than twice `limit` ids; gc settles the rest.
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
 local dlq, redelivery, pop = ARGV[8], ARGV[9], ARGV[10] == 'pop'
 local dlq_ttl = ARGV[11]
 
-local settle = math.max(2 * limit, 20)
-refresh(settle)
-purge_expired(settle)
+refresh(2 * limit)
+purge_expired(limit)
 
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
@@ -27,7 +28,7 @@ local out, dead, count = {}, {}, 0
 -- A pop deletes a group's head, which files the next member at once; it is
 -- set aside here so that one call hands out one message per group.
 local popped_groups, set_aside = {}, {}
-local budget = limit + settle
+local budget = 2 * limit
 
 while count < limit and budget > 0 do
   budget = budget - 1

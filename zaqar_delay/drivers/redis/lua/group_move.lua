@@ -1,5 +1,5 @@
 -- Take one group out of this queue, in order, into the outbox bound for
--- another queue, up to BATCH messages per call. The caller copies each
+-- another queue, up to MOVE_BATCH messages per call. The caller copies each
 -- batch there and forgets it before it asks for the next, so the target
 -- receives the group in order. From the first batch on, the group is
 -- frozen (MOVING): its next member is never filed for claims, so nothing
@@ -13,6 +13,8 @@
 -- and nothing was moved; {2, target} if a new move finds the group being
 -- moved already.
 local group, target, start = ARGV[3], ARGV[4], ARGV[5] == 'start'
+-- A moved message costs more than a dropped one (read, detach, outbox).
+local MOVE_BATCH = BATCH / 2
 local moving_to = redis.call('HGET', MOVE_TARGETS, group)
 
 local function finish()
@@ -22,7 +24,7 @@ local function finish()
   return {0, {}, 1}
 end
 
-local ids = redis.call('ZRANGE', gkey(group), 0, BATCH - 1)
+local ids = redis.call('ZRANGE', gkey(group), 0, MOVE_BATCH - 1)
 local head = ids[1] and read(ids[1])
 if start then
   if moving_to then return {2, moving_to} end
