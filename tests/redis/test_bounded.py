@@ -74,13 +74,15 @@ def test_stats_is_exact_without_purging_every_expired_message(
         driver, raw, project, clock):
     driver.queue_controller.create('q', project=project)
     post_many(driver, 'q', project, BACKLOG, ttl=60)
-    post(driver, 'q', project, 'kept', ttl=600)
+    kept = post(driver, 'q', project, 'kept', ttl=600)[0]
     clock.advance(61)
     result, dropped = counted(raw, lambda: stats(driver, 'q', project),
                               'del')
     assert dropped <= BATCH, 'stats dropped %d messages' % dropped
     assert (result['total'], result['free'], result['claimed'],
             result['delayed']) == (1, 1, 0, 0)
+    # Past a crowd of expired messages, oldest comes from an index.
+    assert result['oldest']['id'] == result['newest']['id'] == kept
     assert [m['body'] for m in listed(driver, 'q', project)] == ['kept']
 
 
@@ -125,6 +127,19 @@ def test_each_list_script_reads_a_bounded_number_of_messages(driver,
     pages = driver.message_controller.list('q', project=project,
                                            client_uuid=CLIENT, limit=10)
     assert [m['id'] for m in next(pages)] == others
+
+
+def test_first_reads_a_bounded_number_of_delayed_messages(driver, raw,
+                                                          project):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 600}, project=project)
+    post_many(driver, 'q', project, BACKLOG)
+    due = post(driver, 'q', project, 'due', delay=0)[0]
+    found, reads = counted(
+        raw, lambda: driver.message_controller.first('q', project=project),
+        'hmget')
+    assert found['id'] == due
+    assert reads <= BATCH + 5, 'first read %d messages' % reads
 
 
 def test_a_claim_looks_at_a_bounded_number_of_expired_messages(

@@ -2,7 +2,8 @@
 -- claims, promote as many due messages, forget as many ended claims, drop
 -- as many expired messages; the caller repeats while there is more.
 -- ARGV[4] age (ms) after which an outbox entry or a group move that made
--- no progress is considered abandoned.
+-- no progress is considered abandoned; the first ARGV[3] outbox entries
+-- (by position) and moves are looked at per call.
 -- Returns {dropped count, {abandoned outbox ids...}, {abandoned moves'
 -- group ids...}, 1 if a step hit its bound else 0}.
 local batch, age = tonumber(ARGV[3]), tonumber(ARGV[4])
