@@ -148,15 +148,16 @@ local function promote_due(n)
   return #due
 end
 
--- Settle up to n of each: expired claims, due messages, ended claim ids
--- (their hashes expire by themselves). True when n was not enough.
+-- Settle up to n expired claims and n due messages, and forget up to
+-- BATCH ended claim ids (two commands however many: their hashes expire
+-- by themselves). True when a bound was reached.
 local function refresh(n)
   local released = release_expired_claims(n)
   local promoted = promote_due(n)
   local ended = redis.call('ZRANGEBYSCORE', CLAIMS, '-inf', NOW,
-                           'LIMIT', 0, n)
+                           'LIMIT', 0, BATCH)
   if #ended > 0 then redis.call('ZREM', CLAIMS, unpack(ended)) end
-  return released == n or promoted == n or #ended == n
+  return released == n or promoted == n or #ended == BATCH
 end
 
 -- Drop up to n expired messages, the earliest expired first.

@@ -11,8 +11,9 @@
 -- Its work is bounded by the limit, so a claim costs about the same
 -- whatever backlog the queue holds: it settles twice what it can hand out
 -- (a backlog of due messages or ended claims drains faster than it is
--- consumed), drops at most `limit` expired messages and looks at no more
--- than twice `limit` ids; gc settles the rest.
+-- consumed) and looks at no more than twice `limit` claimable ids,
+-- dropping the expired ones among them; gc removes the other expired
+-- messages.
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -20,7 +21,6 @@ local dlq, redelivery, pop = ARGV[8], ARGV[9], ARGV[10] == 'pop'
 local dlq_ttl = ARGV[11]
 
 refresh(2 * limit)
-purge_expired(limit)
 
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
