@@ -21,7 +21,7 @@ LOG = logging.getLogger(__name__)
 # gc(): messages settled or dropped per script call (gc repeats the call
 # until a queue is settled, each call short), and how old an unfinished
 # dead-letter copy or group move must be before gc finishes it.
-GC_BATCH = 100
+GC_BATCH = 50
 GC_OUTBOX_AGE_MS = 60 * 1000
 
 
