@@ -13,8 +13,9 @@
 -- and nothing was moved; {2, target} if a new move finds the group being
 -- moved already.
 local group, target, start = ARGV[3], ARGV[4], ARGV[5] == 'start'
--- A moved message costs more than a dropped one (read, detach, outbox).
-local MOVE_BATCH = BATCH / 2
+-- A moved message costs about twice a dropped one (read, detach, outbox
+-- entry), and its batch is then copied to the target by the caller.
+local MOVE_BATCH = BATCH / 4
 local moving_to = redis.call('HGET', MOVE_TARGETS, group)
 
 local function finish()
