@@ -46,3 +46,11 @@ class GroupInFlight(storage_errors.Conflict):
 
     msg_format = ('Group {group} of queue {queue} has a claimed head; '
                   'it cannot be moved now')
+
+
+class GroupMoving(storage_errors.Conflict):
+    """A group is already being moved; a second move would interleave
+    with it. gc finishes a move whose caller stopped."""
+
+    msg_format = ('Group {group} of queue {queue} is being moved to '
+                  '{target}; retry once that move is done')

@@ -65,6 +65,13 @@ class ClaimController(controller.ClaimController):
             f.REDELIVERY: policy.redelivery_delay}))
         taken = self._hand_out(queue, project, now, claim_id, expires,
                                grace, limit, policy)
+        if taken and not self._still_live(claim_id):
+            # A settle ended this claim while it was being built (its ttl
+            # ran out meanwhile): nothing else will walk its messages, so
+            # they go back now and the caller gets nothing.
+            state.give_back(self.driver, queue, project, [claim_id])
+            self._claims.delete_one({'_id': claim_id})
+            return claim_id, []
         if mode == 'pop' or not taken:
             if taken:
                 self._delete_popped(claim_id, taken)
@@ -75,6 +82,12 @@ class ClaimController(controller.ClaimController):
                 state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
                              claimed=False) for doc in taken]
         return claim_id, [state.render(doc, now) for doc in taken]
+
+    def _still_live(self, claim_id):
+        """Whether the claim document exists and no settle ended it."""
+        return self._claims.find_one(
+            {'_id': claim_id, f.ENDED: {'$exists': False}},
+            {'_id': True}) is not None
 
     def _hand_out(self, queue, project, now, claim_id, expires, grace,
                   limit, policy):
@@ -200,7 +213,8 @@ class ClaimController(controller.ClaimController):
         # expiry never outlives the document that ends the claim.
         claim = self._claims.find_one_and_update(
             f.queue_filter(queue, project, **{
-                '_id': str(claim_id), f.EXPIRES: {'$gt': now}}),
+                '_id': str(claim_id), f.EXPIRES: {'$gt': now},
+                f.ENDED: {'$exists': False}}),
             {'$set': {f.TTL: ttl, f.EXPIRES: expires, 'g': grace}},
             projection={f.REDELIVERY: True})
         if claim is None:

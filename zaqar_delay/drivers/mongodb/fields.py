@@ -55,9 +55,10 @@ queue's ``r`` or ``b`` (dead-lettered). Grouped messages are posted as
 so ``r``, ``d`` and ``c`` never hold two members of one group.
 
 Collection ``claims``: ``_id`` claim id, ``p``, ``q``, ``t`` ttl (s),
-``e`` claim expiry (epoch ms), ``g`` grace (s), ``rd`` redelivery delay (s).
-It is the authority on when a claim ends: a message's ``ce`` never exceeds
-its claim's ``e``.
+``e`` claim expiry (epoch ms), ``g`` grace (s), ``rd`` redelivery delay (s),
+``x`` present once settling has ended the claim (no renew succeeds after
+it; state.end_claims). It is the authority on when a claim ends: a
+message's ``ce`` never exceeds its claim's ``e``.
 
 Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
 ``gr`` the last group id that gc's head repair checked (its cursor). One
@@ -98,6 +99,7 @@ CLIENT, CLAIM_COUNT, CLAIM, CLAIM_EXPIRES = 'u', 'cc', 'c', 'ce'
 REDELIVERY, GROUP, HEAD, CHECKSUM = 'rd', 'g', 'h', 'cs'
 MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
 GROUP_CURSOR = 'gr'
+ENDED = 'x'
 
 ASC = pymongo.ASCENDING
 

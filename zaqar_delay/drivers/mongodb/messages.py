@@ -21,6 +21,8 @@ from zaqar_delay.drivers.mongodb import queries
 from zaqar_delay.drivers.mongodb import state
 
 DUPLICATE_KEY = 11000
+# Times a post takes fresh positions after a collision before giving up.
+INSERT_ATTEMPTS = 5
 
 
 class MessageController(controller.MessageController):
@@ -43,26 +45,51 @@ class MessageController(controller.MessageController):
     def _insert(self, queue, project, messages, client_uuid):
         self._check_sizes(messages)
         now = self.driver.now()
-        first = state.reserve_positions(self.driver.counters, queue, project,
-                                        len(messages))
-        docs = [self.document(queue, project, message, client_uuid, now,
-                              first + offset)
-                for offset, message in enumerate(messages)]
-        try:
-            self._messages.insert_many(docs, ordered=False)
-        except mongo_errors.BulkWriteError as exc:
-            # A retried post re-sends the same ids: those already stored
-            # are skipped, as Redis' post.lua skips existing ids.
-            details = exc.details or {}
-            if details.get('writeConcernErrors') or any(
-                    error.get('code') != DUPLICATE_KEY
-                    for error in details.get('writeErrors', [])):
-                raise errors.BackendUnavailable(backend='MongoDB',
-                                                reason=exc)
+        pending = list(messages)
+        for _ in range(INSERT_ATTEMPTS):
+            first = state.reserve_positions(self.driver.counters, queue,
+                                            project, len(pending))
+            docs = [self.document(queue, project, message, client_uuid,
+                                  now, first + offset)
+                    for offset, message in enumerate(pending)]
+            pending = self._insert_docs(project, pending, docs)
+            if not pending:
+                break
+        else:
+            raise errors.BackendUnavailable(
+                backend='MongoDB', reason='positions kept colliding while '
+                'posting to {}; nothing of the failed part was stored'
+                .format(queue))
         # Inserted blocked, then advanced: a crash in between leaves a new
         # group without a head until gc's groups.repair gives it one.
         groups.advance_all(self.driver, queue, project,
                            [message.group for message in messages], now)
+
+    def _insert_docs(self, project, messages, docs):
+        """Insert ``docs``; return the messages to insert again.
+
+        A duplicate ``_id`` already stored in this project is a retried
+        post, skipped as Redis' post.lua skips existing ids. Any other
+        duplicate key is a position taken meanwhile (a post racing a queue
+        purge got positions from the purged counter): those messages are
+        returned, to be stored under fresh positions, never acknowledged
+        and dropped.
+        """
+        try:
+            self._messages.insert_many(docs, ordered=False)
+            return []
+        except mongo_errors.BulkWriteError as exc:
+            details = exc.details or {}
+            failed = details.get('writeErrors', [])
+            if details.get('writeConcernErrors') or any(
+                    error.get('code') != DUPLICATE_KEY for error in failed):
+                raise errors.BackendUnavailable(backend='MongoDB',
+                                                reason=exc)
+        indexes = [error['index'] for error in failed]
+        stored = {doc['_id'] for doc in self._messages.find(
+            {'_id': {'$in': [docs[i]['_id'] for i in indexes]},
+             f.PROJECT: project}, {'_id': True})}
+        return [messages[i] for i in indexes if docs[i]['_id'] not in stored]
 
     @staticmethod
     def document(queue, project, message, client_uuid, now, position):
@@ -195,16 +222,15 @@ class MessageController(controller.MessageController):
         total = count(queries.live(queue, project, now).filter)
         claimed = count(queries.in_state(queue, project, f.CLAIMED).filter)
         delayed = count(queries.in_state(queue, project, f.DELAYED).filter)
-        # Expired messages are gone after the full settle above, so group
-        # ids are a distinct scan of {p, q, g, k}.
-        groups = self._messages.distinct
+        # Counted, never fetched (a distinct of every group id outgrows
+        # MongoDB's 16 MB reply): a group has exactly one head, and only
+        # heads are ever claimed. Expired messages are gone after the full
+        # settle above.
         stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
                  'free': total - claimed - delayed,
-                 'groups': len(groups(
-                     f.GROUP, queries.grouped(queue, project).filter)),
-                 'groups_in_flight': len(groups(
-                     f.GROUP, queries.grouped(queue, project,
-                                              f.CLAIMED).filter))}
+                 'groups': count(queries.heads(queue, project).filter),
+                 'groups_in_flight': count(queries.grouped(
+                     queue, project, f.CLAIMED).filter)}
         # Zaqar expects oldest and newest whenever total is not zero, so
         # they cover delayed messages too (as the Redis driver does).
         oldest = self._any(queue, project, now, 1)
@@ -235,11 +261,13 @@ class MessageController(controller.MessageController):
 
     def gc(self, queue, project, batch, group_cursor=None):
         """Settle one queue and drop up to ``batch`` expired messages;
-        finish its stale group moves and repair the heads of up to
+        give back up to ``batch`` messages whose claim is gone; finish its
+        stale group moves and repair the heads of up to
         groups.REPAIR_BATCH groups after ``group_cursor``."""
         now = self.driver.now()
         dropped = state.settle(self.driver, queue, project, now,
                                purge_batch=batch)
+        state.release_orphans(self.driver, queue, project, now, batch)
         group_moves.finish_stale(self.driver, queue, project, now)
         cursor = groups.repair(self.driver, queue, project, now,
                                group_cursor)

@@ -83,7 +83,16 @@ def delayed_due(queue, project, now):
     return Query(f.MESSAGES,
                  f.queue_filter(queue, project, **{
                      f.STATE: f.DELAYED, f.DUE: {'$lte': now}}),
-                 None, 'zd_state_due')
+                 [(f.DUE, 1)], 'zd_state_due')
+
+
+def claimed_due(queue, project, before):
+    """Claimed messages due again (claim expiry + redelivery delay)
+    before a time: orphans if their claim is gone (gc)."""
+    return Query(f.MESSAGES,
+                 f.queue_filter(queue, project, **{
+                     f.STATE: f.CLAIMED, f.DUE: {'$lte': before}}),
+                 [(f.DUE, 1)], 'zd_state_due')
 
 
 def expired(queue, project, now):
@@ -106,11 +115,9 @@ def in_state(queue, project, state):
         f.STATE: state}), None, 'zd_state_position')
 
 
-def grouped(queue, project, state=None):
-    """Grouped messages of a queue, optionally in one state (stats)."""
+def grouped(queue, project, state):
+    """Grouped messages of a queue in one state (stats)."""
     query = f.queue_filter(queue, project, **{f.GROUP: {'$exists': True}})
-    if state is None:
-        return Query(f.MESSAGES, query, None, 'zd_group')
     query[f.STATE] = state
     return Query(f.MESSAGES, query, None, 'zd_state_position')
 
@@ -121,6 +128,12 @@ def group_head(queue, project, group):
     the hint) may use ``zd_group_head``."""
     return Query(f.MESSAGES, f.queue_filter(queue, project, **{
         f.HEAD: {'$eq': group, '$exists': True}}), None, 'zd_group_head')
+
+
+def heads(queue, project):
+    """Every group head of a queue: one per group (stats)."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.HEAD: {'$exists': True}}), None, 'zd_group_head')
 
 
 def group_first(queue, project, group, now):
@@ -188,6 +201,7 @@ def by_ids(queue, project, message_ids):
                  None, '_id_')
 
 
-ALL = (ready, page, due_now, any_live, delayed_due, expired, live, in_state,
-       grouped, group_head, group_first, group_members, next_group,
-       stale_moves, moves_started, of_move, ended_claims, of_claims, by_ids)
+ALL = (ready, page, due_now, any_live, delayed_due, claimed_due, expired,
+       live, in_state, grouped, heads, group_head, group_first,
+       group_members, next_group, stale_moves, moves_started, of_move,
+       ended_claims, of_claims, by_ids)

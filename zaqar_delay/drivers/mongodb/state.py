@@ -5,7 +5,8 @@ Settling is what Redis does in ``refresh()`` (lua/_common.lua): claims that
 ended put their messages back (``c -> d``; ``d`` already holds claim expiry
 + redelivery delay), delayed messages that are due become ready
 (``d -> r``), and a bounded batch of expired messages is deleted (their
-groups then advance: groups.py). Each step is an index range over exactly
+groups then advance: groups.py). Each step takes a bounded batch, so no
+single operation grows with a backlog. Each step is an index range over exactly
 the documents that change, so a queue with nothing to settle costs three
 empty index probes. Blocked group members (``b``) are in none of these
 ranges; a group head keeps its ``h`` through ``c -> d -> r``.
@@ -24,6 +25,10 @@ from zaqar_delay.drivers.mongodb import queries
 # Claims settled per pass, expired messages dropped per claim or list.
 SETTLE_BATCH = 1000
 PURGE_BATCH = 100
+# How long past its due time a claimed message must be before gc checks
+# that its claim still exists: longer than any renew takes between
+# updating its claim document and that claim's messages.
+ORPHAN_AGE_MS = 60 * 1000
 
 
 def reserve_positions(counters, queue, project, count):
@@ -49,30 +54,79 @@ def reserve_positions(counters, queue, project, count):
 def settle(driver, queue, project, now, purge_batch=PURGE_BATCH):
     """Bring a queue's states up to ``now``; returns messages purged."""
     end_claims(driver, queue, project, now)
-    due = queries.delayed_due(queue, project, now)
-    driver.messages.update_many(due.filter, {'$set': {f.STATE: f.READY}})
+    promote_due(driver, queue, project, now)
     return purge_expired(driver, queue, project, now, purge_batch)
+
+
+def promote_due(driver, queue, project, now):
+    """Up to SETTLE_BATCH delayed messages that are due become ready,
+    the earliest due first: one bounded update however many fell due at
+    once (the next settle takes the next batch)."""
+    due = queries.delayed_due(queue, project, now)
+    found = driver.messages.find(due.filter, {'_id': True}, due.sort,
+                                 SETTLE_BATCH, due.index)
+    if found:
+        driver.messages.update_many(
+            dict(due.filter, _id={'$in': [doc['_id'] for doc in found]}),
+            {'$set': {f.STATE: f.READY}})
 
 
 def end_claims(driver, queue, project, now):
     """Claims whose expiry passed give their messages back (``c -> d``).
 
-    Messages first, then the claim documents (only if still ended), so an
-    interruption leaves the claim to be ended again, never a message stuck
-    in ``c`` without a claim.
+    Three steps: mark the claim documents ended (only if still expired),
+    give back the messages of the marked claims, delete the marked
+    documents. The mark is what makes this safe against a renew racing it:
+    a renew succeeds only on an unmarked claim, so either it pushed the
+    expiry first (the mark's filter then fails and the messages stay
+    claimed) or it fails; never success while the messages go to another
+    consumer. An interruption leaves marked claims, ended again by the next
+    settle, never a message stuck in ``c`` without a claim.
     """
     ended = queries.ended_claims(queue, project, now)
     found = driver.claims.find(ended.filter, {'_id': True}, ended.sort,
                                SETTLE_BATCH, ended.index)
     if not found:
         return
-    claim_ids = [claim['_id'] for claim in found]
+    driver.claims.update_many(
+        {'_id': {'$in': [claim['_id'] for claim in found]},
+         f.EXPIRES: {'$lte': now}}, {'$set': {f.ENDED: True}})
+    claim_ids = [claim['_id'] for claim in driver.claims.find(
+        {'_id': {'$in': [claim['_id'] for claim in found]},
+         f.ENDED: True}, {'_id': True})]
+    if claim_ids:
+        give_back(driver, queue, project, claim_ids)
+        driver.claims.delete_many({'_id': {'$in': claim_ids},
+                                   f.ENDED: True})
+
+
+def give_back(driver, queue, project, claim_ids):
+    """Messages still held by ``claim_ids`` are unclaimed (``c -> d``);
+    their ``d`` already holds claim expiry + redelivery delay."""
     held = queries.of_claims(queue, project, claim_ids)
     driver.messages.update_many(held.filter, {
         '$set': {f.STATE: f.DELAYED},
         '$unset': {f.CLAIM: '', f.CLAIM_EXPIRES: ''}})
-    driver.claims.delete_many({'_id': {'$in': claim_ids},
-                               f.EXPIRES: {'$lte': now}})
+
+
+def release_orphans(driver, queue, project, now, batch):
+    """Give back up to ``batch`` messages left claimed by a claim that no
+    longer exists, once due again plus ORPHAN_AGE_MS (a claimer that died
+    between handing them out and checking its claim; see claims.py).
+    Returns how many claims were found gone."""
+    query = queries.claimed_due(queue, project, now - ORPHAN_AGE_MS)
+    held = driver.messages.find(query.filter, {f.CLAIM: True}, query.sort,
+                                batch, query.index)
+    claim_ids = {doc[f.CLAIM] for doc in held}
+    if not claim_ids:
+        return 0
+    alive = {claim['_id'] for claim in driver.claims.find(
+        {'_id': {'$in': list(claim_ids)}, f.ENDED: {'$exists': False}},
+        {'_id': True})}
+    gone = list(claim_ids - alive)
+    if gone:
+        give_back(driver, queue, project, gone)
+    return len(gone)
 
 
 def purge_expired(driver, queue, project, now, batch=PURGE_BATCH):

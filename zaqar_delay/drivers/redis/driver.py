@@ -19,9 +19,10 @@ from zaqar_delay.drivers.redis import subscriptions
 
 LOG = logging.getLogger(__name__)
 
-# gc(): expired messages dropped per queue per pass, and how old an
-# unfinished dead-letter move must be before gc finishes it.
-GC_BATCH = 1000
+# gc(): messages settled or dropped per script call (gc repeats the call
+# until a queue is settled, each call short), and how old an unfinished
+# dead-letter copy or group move must be before gc finishes it.
+GC_BATCH = 50
 GC_OUTBOX_AGE_MS = 60 * 1000
 # Added to the computed retry span: a retry's request may sit in the
 # socket's send buffer, or in Redis' queue behind a slow script.

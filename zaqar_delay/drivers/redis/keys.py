@@ -12,7 +12,9 @@ key                type    holds
 =================  ======  ==================================================
 ``Q:msgs``         zset    every live message id, scored by position (marker)
 ``Q:avail``        zset    ids claimable now, scored by position
-``Q:delayed``      zset    unclaimed ids not yet due, scored by ``d`` (ms)
+``Q:delayed``      zset    unclaimed messages not yet due, scored by ``d``
+                           (ms); members ``<position, 16 digits>:<id>``, so
+                           messages due together sort by position
 ``Q:claimed``      zset    ids under a claim, scored by claim expiry (ms)
 ``Q:expiry``       zset    every live id, scored by ``expires`` (ms)
 ``Q:seq``          string  last position handed out
@@ -30,14 +32,20 @@ key                type    holds
 ``Q:c:<claim>``    hash    one claim: ``t`` ttl (s), ``e`` expiry (ms),
                            ``g`` grace (s)
 ``Q:cm:<claim>``   zset    ids handed out under that claim, by position
+``Q:gflight``      zset    grouped ids under a claim, scored by claim expiry
+                           (counts the groups in flight)
+``Q:moving``       zset    groups being moved, scored by the move's last
+                           step (ms): frozen, none of their members is
+                           filed for claims until the move is done
+``Q:movetargets``  hash    group -> the queue it is being moved to
 =================  ======  ==================================================
 
 Only due, unclaimed messages that head their group (or have none) are in
 ``avail``; a claim pops from it and never sees delayed, claimed or blocked
 messages, whatever their number. Scripts move ids from ``delayed`` and
-``claimed`` into ``avail`` when their time has come (each id once), inside
-the same script that claims, and file a group's next member when its head
-leaves. A group id enters key names only after ``Q:g:``, JSON-encoded, so it
+``claimed`` into ``avail`` when their time has come (each id once), a
+bounded batch per call inside the same script that claims (gc settles the
+rest), and file a group's next member when its head leaves. A group id enters key names only after ``Q:g:``, JSON-encoded, so it
 cannot reach another key type or, behind the closed hash tag, another slot.
 
 Message hashes carry no Redis expiry: a message must leave its group's

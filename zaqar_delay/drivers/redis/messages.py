@@ -10,8 +10,9 @@ from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
 
-# Ids purged per purge.lua call when a queue is deleted.
-PURGE_BATCH = 1000
+# Ids purged per purge.lua call when a queue is deleted (each script call
+# stays short; see lua/_common.lua on bounded work).
+PURGE_BATCH = 100
 
 _DELETE_ERRORS = {
     1: storage_errors.MessageNotClaimed,
@@ -44,11 +45,20 @@ class MessageController(controller.MessageController):
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,
               include_claimed, include_delayed):
-        now, last, flat = self._run(
-            'list', queue, project, '' if marker is None else marker, limit,
-            int(include_claimed), int(include_delayed), int(echo),
-            client_uuid or '')
-        return wire.messages(now, flat), (int(last) if last else None)
+        # Each list.lua call reads a bounded number of ids; a page that
+        # filters many out is assembled from several calls.
+        page, next_marker, after = [], None, marker
+        while True:
+            now, last, flat, resume = self._run(
+                'list', queue, project, '' if after is None else after,
+                limit - len(page), int(include_claimed),
+                int(include_delayed), int(echo), client_uuid or '')
+            page += wire.messages(now, flat)
+            if last:
+                next_marker = int(last)
+            if len(page) >= limit or not resume:
+                return page, next_marker
+            after = int(resume)
 
     def _first(self, queue, project, sort):
         now, flat = self._run('first', queue, project, sort)
@@ -112,24 +122,54 @@ class MessageController(controller.MessageController):
                 for i in range(0, len(flat), 4)]
 
     def _purge_group(self, queue, project, group):
-        return self._run('group_purge', queue, project, group)
+        # In batches from the tail (group_purge.lua): each call is short.
+        total = 0
+        while True:
+            deleted, left = self._run('group_purge', queue, project, group)
+            total += deleted
+            if not deleted or not left:
+                return total
 
     def _move_group(self, queue, project, group, target):
-        result = self._run('group_move', queue, project, group, target)
+        result = self._run('group_move', queue, project, group, target,
+                           'start')
         if result[0] == 1:
             raise errors.GroupInFlight(group=group, queue=queue)
-        moved = [wire.text(mid) for mid in result[1]]
-        outbox.transfer(self.driver, queue, project, moved)
-        return len(moved)
+        if result[0] == 2:
+            raise errors.GroupMoving(group=group, queue=queue,
+                                     target=wire.text(result[1]))
+        return self._finish_move(queue, project, group, result)
+
+    def _finish_move(self, queue, project, group, result):
+        """Copy each batch of a move to its target before taking the
+        next, so the target receives the group in order."""
+        total = 0
+        while True:
+            _, ids, done = result
+            moved = [wire.text(mid) for mid in ids]
+            outbox.transfer(self.driver, queue, project, moved)
+            total += len(moved)
+            if done:
+                return total
+            result = self._run('group_move', queue, project, group, '',
+                               'continue')
 
     def gc(self, queue, project, batch, outbox_age_ms):
-        """Settle one queue; finish moves a crashed node left midway."""
-        dropped, abandoned = self._run('gc', queue, project, batch,
-                                       outbox_age_ms,
-                                       self.driver.deleted_id_memory_ms)
-        outbox.transfer(self.driver, queue, project,
-                        [wire.text(mid) for mid in abandoned])
-        return dropped
+        """Settle one queue in bounded steps until nothing is left; finish
+        dead-letter copies and group moves a crashed node left midway."""
+        total = 0
+        while True:
+            dropped, abandoned, stale, more = self._run(
+                'gc', queue, project, batch, outbox_age_ms,
+                self.driver.deleted_id_memory_ms)
+            total += dropped
+            outbox.transfer(self.driver, queue, project,
+                            [wire.text(mid) for mid in abandoned])
+            for group in stale:
+                self._finish_move(queue, project, wire.text(group), self._run(
+                    'group_move', queue, project, group, '', 'continue'))
+            if not more:
+                return total
 
 
 def _stat_entry(now, flat):

@@ -7,18 +7,34 @@
 -- KEYS[4] claimed zset id -> claim expiry  KEYS[9] groups  zset group -> 0
 -- KEYS[5] expiry  zset id -> expires     KEYS[10] deleted zset id -> when
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
---         claimed ids Q:cm:<id>, group members Q:g:<group>)
+--         claimed ids Q:cm:<id>, group members Q:g:<group>, claimed group
+--         heads Q:gflight, group moves Q:moving and Q:movetargets)
 -- ARGV[2] "now" in epoch ms for tests, or "" to use the Redis clock
 -- Times are epoch milliseconds; ttl and delays arrive in seconds.
 --
 -- Only group heads (the first live member of a group) and ungrouped
 -- messages are ever filed under avail or delayed; the rest of a group waits
 -- in Q:g:<group> alone, so claims never see blocked messages.
+--
+-- Bounded work: no script settles, purges or scans more than a fixed
+-- number of messages per call (BATCH, or less where the caller says), so
+-- none holds Redis for long whatever the queue holds; what is left waits
+-- for the next call or gc. Reads stay exact meanwhile: read() refuses
+-- expired messages, and only due messages are ever filed under avail.
 
 local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local GROUPS, DELETED = KEYS[9], KEYS[10]
 local Q = ARGV[1]
+-- Grouped ids under a claim, scored by claim expiry: the groups in flight
+-- are counted from it without walking every claimed id.
+local GFLIGHT = Q .. ':gflight'
+-- Groups being moved (group -> last step, ms) and where to (group ->
+-- target queue); a moving group's next member is never filed for claims.
+local MOVING, MOVE_TARGETS = Q .. ':moving', Q .. ':movetargets'
+
+-- Messages settled, purged or scanned per call at most (see above).
+local BATCH = 100
 
 local function clock(override)
   if override ~= '' then return tonumber(override) end
@@ -37,10 +53,17 @@ local function live_claim_of(c, ce)
   return ''
 end
 
+-- A member of delayed: its position (16 digits) before its id, so that
+-- messages due in the same millisecond (one post) sort, and are promoted,
+-- in position order.
+local function delayed_member(id, pos)
+  return string.format('%016d:', pos) .. id
+end
+
 -- File an unclaimed message under avail (due) or delayed (not yet due).
 local function place(id, due, pos)
   if due > NOW then
-    redis.call('ZADD', DELAYED, due, id)
+    redis.call('ZADD', DELAYED, due, delayed_member(id, pos))
   else
     redis.call('ZADD', AVAIL, pos, id)
   end
@@ -54,6 +77,7 @@ local function place_head(group)
       redis.call('ZREM', GROUPS, group)
       return
     end
+    if redis.call('ZSCORE', MOVING, group) then return end
     local f = redis.call('HMGET', mkey(head[1]), 'd', 'c', 'ce')
     if f[1] then
       if live_claim_of(f[2], f[3]) == '' then
@@ -68,13 +92,16 @@ end
 -- Take a message out of every index (and its group, unblocking the next
 -- member when it was the head); its hash stays.
 local function detach(id)
-  local group = redis.call('HGET', mkey(id), 'g')
+  local f = redis.call('HMGET', mkey(id), 'g', 'p')
+  local group = f[1]
   redis.call('ZREM', MSGS, id)
   redis.call('ZREM', AVAIL, id)
-  redis.call('ZREM', DELAYED, id)
+  if f[2] then redis.call('ZREM', DELAYED, delayed_member(id, f[2])) end
+  redis.call('ZREM', DELAYED, id)  -- as filed by earlier versions
   redis.call('ZREM', CLAIMED, id)
   redis.call('ZREM', EXPIRY, id)
   if group then
+    redis.call('ZREM', GFLIGHT, id)
     local was_head = redis.call('ZRANGE', gkey(group), 0, 0)[1] == id
     redis.call('ZREM', gkey(group), id)
     if was_head then place_head(group) end
@@ -101,12 +128,14 @@ local function forget_buried(memory_ms, batch)
   return #old
 end
 
--- Claims that ended by expiry: redeliver their messages, after the
--- redelivery delay recorded when they were claimed.
-local function release_expired_claims()
-  local ids = redis.call('ZRANGEBYSCORE', CLAIMED, '-inf', NOW)
+-- Claims that ended by expiry: redeliver up to n of their messages, after
+-- the redelivery delay recorded when they were claimed.
+local function release_expired_claims(n)
+  local ids = redis.call('ZRANGEBYSCORE', CLAIMED, '-inf', NOW,
+                         'LIMIT', 0, n)
   for _, id in ipairs(ids) do
     redis.call('ZREM', CLAIMED, id)
+    redis.call('ZREM', GFLIGHT, id)
     local f = redis.call('HMGET', mkey(id), 'p', 'ce', 'rd')
     if f[1] then
       local due = tonumber(f[2]) + tonumber(f[3] or 0) * 1000
@@ -114,33 +143,41 @@ local function release_expired_claims()
       place(id, due, tonumber(f[1]))
     end
   end
+  return #ids
 end
 
--- Delayed messages whose time has come become claimable, in position order.
-local function promote_due()
-  local ids = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', NOW)
-  for _, id in ipairs(ids) do
-    redis.call('ZREM', DELAYED, id)
-    local pos = redis.call('HGET', mkey(id), 'p')
+-- Up to n delayed messages whose time has come become claimable, the
+-- earliest due first (in position order among those due together); in
+-- avail they take their place by position.
+local function promote_due(n)
+  local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', NOW,
+                         'LIMIT', 0, n)
+  for _, member in ipairs(due) do
+    redis.call('ZREM', DELAYED, member)
+    local pos, id = string.match(member, '^(%d+):(.+)$')
+    if not pos then  -- a bare id, as filed by earlier versions
+      id, pos = member, redis.call('HGET', mkey(member), 'p')
+    end
     if pos then redis.call('ZADD', AVAIL, pos, id) end
   end
+  return #due
 end
 
--- Ended claims leave the claim index (their hashes expire by themselves).
-local function refresh()
-  release_expired_claims()
-  promote_due()
-  redis.call('ZREMRANGEBYSCORE', CLAIMS, '-inf', NOW)
+-- Settle up to n expired claims and n due messages, and forget up to
+-- BATCH ended claim ids (two commands however many: their hashes expire
+-- by themselves). True when a bound was reached.
+local function refresh(n)
+  local released = release_expired_claims(n)
+  local promoted = promote_due(n)
+  local ended = redis.call('ZRANGEBYSCORE', CLAIMS, '-inf', NOW,
+                           'LIMIT', 0, BATCH)
+  if #ended > 0 then redis.call('ZREM', CLAIMS, unpack(ended)) end
+  return released == n or promoted == n or #ended == BATCH
 end
 
--- Drop up to `batch` expired messages (all of them when batch is nil).
-local function purge_expired(batch)
-  local ids
-  if batch then
-    ids = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', NOW, 'LIMIT', 0, batch)
-  else
-    ids = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', NOW)
-  end
+-- Drop up to n expired messages, the earliest expired first.
+local function purge_expired(n)
+  local ids = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', NOW, 'LIMIT', 0, n)
   for _, id in ipairs(ids) do drop(id) end
   return #ids
 end
@@ -160,6 +197,7 @@ end
 -- Wire format of one message: id, body, ttl, created, claim count,
 -- live claim id ('' if none), position, group ('' if none), body checksum
 -- ('' if none).
+local WIRE_FIELDS, WIRE_GROUP = 9, 8
 local function emit(out, id, m)
   local n = #out
   out[n + 1] = id
@@ -189,16 +227,16 @@ local function keep_alive(id, m, keep_until, claim_lifetime)
 end
 
 -- The oldest (sort 1) or newest (-1) live message, claimed or not; only
--- due ones when due_only.
+-- due ones when due_only. At most BATCH ids are read: past them (a crowd
+-- of expired messages not yet purged, or of delayed ones), the answer
+-- comes from an index instead, a live message near that end: the first
+-- or last claimable one when due_only, else the one that expires soonest
+-- (oldest) or last (newest).
 local function first_live(sort, due_only)
+  local range = sort == 1 and 'ZRANGE' or 'ZREVRANGE'
   local start, step = 0, 50
-  while true do
-    local ids
-    if sort == 1 then
-      ids = redis.call('ZRANGE', MSGS, start, start + step - 1)
-    else
-      ids = redis.call('ZREVRANGE', MSGS, start, start + step - 1)
-    end
+  while start < BATCH do
+    local ids = redis.call(range, MSGS, start, start + step - 1)
     if #ids == 0 then return nil end
     for _, id in ipairs(ids) do
       local m = read(id)
@@ -206,6 +244,20 @@ local function first_live(sort, due_only)
     end
     start = start + step
   end
+  local near
+  if due_only then
+    near = redis.call(range, AVAIL, 0, 0)
+  elseif sort == 1 then
+    near = redis.call('ZRANGEBYSCORE', EXPIRY, '(' .. NOW, '+inf',
+                      'LIMIT', 0, 1)
+  else
+    near = redis.call('ZREVRANGE', EXPIRY, 0, 0)
+  end
+  if near[1] then
+    local m = read(near[1])
+    if m then return near[1], m end
+  end
+  return nil
 end
 
 -- Move a detached message to the outbox, bound for queue `to` with ttl

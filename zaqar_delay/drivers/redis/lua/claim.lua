@@ -12,6 +12,12 @@
 -- A message already claimed max-claim-count times is not handed out: it
 -- goes to the outbox for the caller to copy into the dead-letter queue, or
 -- is dropped without one; either way its group's next member is unblocked.
+-- Its work is bounded by the limit, so a claim costs about the same
+-- whatever backlog the queue holds: it settles twice what it can hand out
+-- (a backlog of due messages or ended claims drains faster than it is
+-- consumed) and looks at no more than twice `limit` claimable ids,
+-- dropping the expired ones among them; gc removes the other expired
+-- messages.
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -22,8 +28,7 @@ local result_key = Q .. ':r:' .. cid
 local kept = redis.call('GET', result_key)
 if kept then return cmsgpack.unpack(kept) end
 
-refresh()
-purge_expired(100)
+refresh(2 * limit)
 
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
@@ -31,8 +36,10 @@ local out, dead, count = {}, {}, 0
 -- A pop deletes a group's head, which files the next member at once; it is
 -- set aside here so that one call hands out one message per group.
 local popped_groups, set_aside = {}, {}
+local budget = 2 * limit
 
-while count < limit do
+while count < limit and budget > 0 do
+  budget = budget - 1
   local popped = redis.call('ZPOPMIN', AVAIL)
   if #popped == 0 then break end
   local id = popped[1]
@@ -78,6 +85,11 @@ if count > 0 and not pop then
   redis.call('PEXPIREAT', ckey(cid), claim_expires)
   redis.call('PEXPIREAT', cmkey(cid), claim_expires)
   redis.call('ZADD', CLAIMS, claim_expires, cid)
+  for i = 1, #out, WIRE_FIELDS do
+    if out[i + WIRE_GROUP - 1] ~= '' then
+      redis.call('ZADD', GFLIGHT, claim_expires, out[i])
+    end
+  end
 end
 forget_buried(ARGV[13], 2 * count + 10)
 local result = {NOW, out, dead}

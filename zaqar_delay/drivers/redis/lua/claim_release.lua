@@ -7,6 +7,7 @@ for _, id in ipairs(redis.call('ZRANGE', cmkey(cid), 0, -1)) do
     local key = mkey(id)
     local due = NOW + tonumber(redis.call('HGET', key, 'rd') or 0) * 1000
     redis.call('ZREM', CLAIMED, id)
+    redis.call('ZREM', GFLIGHT, id)
     redis.call('HSET', key, 'c', '', 'ce', 0, 'd', due)
     place(id, due, tonumber(m.pos))
   end

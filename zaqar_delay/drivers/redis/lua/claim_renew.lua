@@ -12,6 +12,7 @@ for _, id in ipairs(redis.call('ZRANGE', cmkey(cid), 0, -1)) do
     local key = mkey(id)
     redis.call('HSET', key, 'ce', claim_expires)
     redis.call('ZADD', CLAIMED, claim_expires, id)
+    if m.group ~= '' then redis.call('ZADD', GFLIGHT, claim_expires, id) end
     keep_alive(id, m, keep_until, ttl + grace)
   end
 end

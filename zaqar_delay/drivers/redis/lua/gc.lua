@@ -1,17 +1,25 @@
--- Settle a queue: redeliver expired claims, promote due messages, forget
--- ended claims, drop up to ARGV[3] expired messages.
--- ARGV[4] age (ms) after which an outbox entry is considered abandoned.
+-- Settle a queue by one bounded step: redeliver up to ARGV[3] expired
+-- claims, promote as many due messages, forget as many ended claims, drop
+-- as many expired messages; the caller repeats while there is more.
+-- ARGV[4] age (ms) after which an outbox entry or a group move that made
+-- no progress is considered abandoned; the first ARGV[3] outbox entries
+-- (by position) and moves are looked at per call.
 -- ARGV[5] deleted-id memory (ms): up to ARGV[3] older deleted ids are
 --         forgotten.
--- Returns {dropped count, {abandoned outbox ids...}}.
-refresh()
-local dropped = purge_expired(tonumber(ARGV[3]))
-forget_buried(ARGV[5], tonumber(ARGV[3]))
+-- Returns {dropped count, {abandoned outbox ids...}, {abandoned moves'
+-- group ids...}, 1 if a step hit its bound else 0}.
+local batch, age = tonumber(ARGV[3]), tonumber(ARGV[4])
+local more = refresh(batch)
+local dropped = purge_expired(batch)
+forget_buried(ARGV[5], batch)
 local abandoned = {}
-for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, -1)) do
+for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, batch - 1)) do
   local since = redis.call('HGET', mkey(id), 'ob')
-  if not since or tonumber(since) <= NOW - tonumber(ARGV[4]) then
+  if not since or tonumber(since) <= NOW - age then
     abandoned[#abandoned + 1] = id
   end
 end
-return {dropped, abandoned}
+local stale = redis.call('ZRANGEBYSCORE', MOVING, '-inf', NOW - age,
+                         'LIMIT', 0, batch)
+return {dropped, abandoned, stale,
+        (more or dropped == batch) and 1 or 0}

@@ -1,14 +1,45 @@
 -- Take one group out of this queue, in order, into the outbox bound for
--- another queue; the caller copies it there and then forgets the entries.
+-- another queue, up to MOVE_BATCH messages per call. The caller copies each
+-- batch there and forgets it before it asks for the next, so the target
+-- receives the group in order. From the first batch on, the group is
+-- frozen (MOVING): its next member is never filed for claims, so nothing
+-- of it is handed out while it moves. gc continues a move whose caller
+-- stopped (no step for a while: messages.py).
 -- ARGV[3] group id (JSON-encoded)   ARGV[4] target queue name
+-- ARGV[5] "start" (a new move) or "continue" (the next batch of one)
 -- Each message keeps its remaining ttl and remaining delay.
--- Returns {0, ids in order}, or {1} if the group's head is claimed (moving
--- it would hand it out twice) and nothing was moved.
-local group, target = ARGV[3], ARGV[4]
-local ids = redis.call('ZRANGE', gkey(group), 0, -1)
-if #ids == 0 then return {0, {}} end
-local head = read(ids[1])
-if head and head.claim ~= '' then return {1} end
+-- Returns {0, ids in order, 1 if the move is done else 0}; {1} if a new
+-- move finds the group's head claimed (moving it would hand it out twice)
+-- and nothing was moved; {2, target} if a new move finds the group being
+-- moved already.
+local group, target, start = ARGV[3], ARGV[4], ARGV[5] == 'start'
+-- A moved message costs about twice a dropped one (read, detach, outbox
+-- entry), and its batch is then copied to the target by the caller.
+local MOVE_BATCH = BATCH / 4
+local moving_to = redis.call('HGET', MOVE_TARGETS, group)
+
+local function finish()
+  redis.call('ZREM', MOVING, group)
+  redis.call('HDEL', MOVE_TARGETS, group)
+  place_head(group)
+  return {0, {}, 1}
+end
+
+local ids = redis.call('ZRANGE', gkey(group), 0, MOVE_BATCH - 1)
+local head = ids[1] and read(ids[1])
+if start then
+  if moving_to then return {2, moving_to} end
+  if #ids == 0 then return {0, {}, 1} end
+  if head and head.claim ~= '' then return {1} end
+  redis.call('HSET', MOVE_TARGETS, group, target)
+else
+  if not moving_to then return {0, {}, 1} end
+  -- Emptied meanwhile, and a new head posted and claimed since.
+  if head and head.claim ~= '' then return finish() end
+  target = moving_to
+end
+redis.call('ZADD', MOVING, NOW, group)
+
 local moved = {}
 for _, id in ipairs(ids) do
   local m = read(id)
@@ -21,4 +52,8 @@ for _, id in ipairs(ids) do
     drop(id)
   end
 end
-return {0, moved}
+if redis.call('ZCARD', gkey(group)) == 0 then
+  finish()
+  return {0, moved, 1}
+end
+return {0, moved, 0}

@@ -1,12 +1,13 @@
--- Delete every message of one group, claimed or not.
--- ARGV[3] group id (JSON-encoded). Returns the number deleted.
+-- Delete up to BATCH messages of one group, claimed or not, from its tail:
+-- the head goes last, so the rest stays blocked behind it and order holds
+-- between calls. The caller repeats until nothing is left.
+-- ARGV[3] group id (JSON-encoded).
+-- Returns {number deleted by this call, number of members left}.
 local group = ARGV[3]
-local ids = redis.call('ZRANGE', gkey(group), 0, -1)
-redis.call('DEL', gkey(group))
-redis.call('ZREM', GROUPS, group)
+local ids = redis.call('ZREVRANGE', gkey(group), 0, BATCH - 1)
 for _, id in ipairs(ids) do
   local c = redis.call('HGET', mkey(id), 'c')
   if c and c ~= '' then redis.call('ZREM', cmkey(c), id) end
   drop(id)
 end
-return #ids
+return {#ids, redis.call('ZCARD', gkey(group))}

@@ -1,9 +1,10 @@
--- One page of a queue's groups, in group-id order, after settling it.
+-- One page of a queue's groups, in group-id order, after a bounded settle
+-- (depths count members that expired but wait for purging).
 -- ARGV[3] marker (the last group id of the previous page, '' from start)
 -- ARGV[4] limit
 -- Returns {group, depth, head id, head live claim id or '', ...}.
-refresh()
-purge_expired(nil)
+refresh(BATCH)
+purge_expired(BATCH)
 local from = '-'
 if ARGV[3] ~= '' then from = '(' .. ARGV[3] end
 local out = {}

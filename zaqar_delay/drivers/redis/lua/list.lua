@@ -1,30 +1,45 @@
--- One full page of messages after a position.
+-- Up to a page of messages after a position, reading at most BATCH ids.
 -- ARGV[3] marker position ('' from the start)  ARGV[6] include delayed 1/0
 -- ARGV[4] limit                                ARGV[7] echo 1/0
 -- ARGV[5] include claimed 1/0                  ARGV[8] client UUID
--- With neither claimed nor delayed messages wanted, and no groups (whose
--- blocked members are listed too but are not in avail), the page is read
--- from avail, which holds nothing else; otherwise from msgs, filtering
--- here, in growing chunks, until the page is full or the queue ends.
--- Returns {NOW, last position ('' if none), {message wire fields...}}.
+-- With neither claimed nor delayed messages wanted, no groups (whose
+-- blocked members are listed too but are not in avail) and nothing left
+-- to settle (due messages or ended claims beyond this call's settling
+-- batch, which avail does not hold yet), the page is read from avail,
+-- which holds nothing else; otherwise from msgs, filtering
+-- here, in growing chunks, until the page is full, the queue ends or BATCH
+-- ids were read. In the last case the page may be short and the caller
+-- asks again from the resume position for the rest, so each call is
+-- bounded and the pages it assembles are full.
+-- Returns {NOW, last position ('' if none), {message wire fields...},
+-- resume position ('' when the page is full or the queue ended)}.
 local marker, limit = ARGV[3], tonumber(ARGV[4])
 local with_claimed, with_delayed = ARGV[5] == '1', ARGV[6] == '1'
 local echo, client = ARGV[7] == '1', ARGV[8]
 
 local source = MSGS
 if not with_claimed and not with_delayed then
-  refresh()
-  if redis.call('ZCARD', GROUPS) == 0 then source = AVAIL end
+  local unsettled = refresh(math.max(2 * limit, 20))
+  if not unsettled and redis.call('ZCARD', GROUPS) == 0 then
+    source = AVAIL
+  end
 end
 
 local from = '-inf'
 if marker ~= '' then from = '(' .. marker end
 local out, count, last, chunk = {}, 0, '', limit
+local scanned, resume = 0, ''
 
 while count < limit do
+  if scanned >= BATCH then
+    resume = string.sub(from, 2)
+    break
+  end
   local page = redis.call('ZRANGEBYSCORE', source, from, '+inf',
-                          'WITHSCORES', 'LIMIT', 0, chunk)
+                          'WITHSCORES', 'LIMIT', 0,
+                          math.min(chunk, BATCH - scanned))
   if #page == 0 then break end
+  scanned = scanned + #page / 2
   for i = 1, #page, 2 do
     local id, pos = page[i], page[i + 1]
     from = '(' .. pos
@@ -42,4 +57,4 @@ while count < limit do
   end
   chunk = math.min(chunk * 2, 1000)
 end
-return {NOW, last, out}
+return {NOW, last, out, resume}

@@ -9,10 +9,15 @@ for _, id in ipairs(outbox) do
   redis.call('ZREM', OUTBOX, id)
   redis.call('DEL', mkey(id))
 end
-local groups = redis.call('ZRANGE', GROUPS, 0, batch - 1)
-for _, group in ipairs(groups) do
-  redis.call('ZREM', GROUPS, group)
-  redis.call('DEL', gkey(group))
+-- Group indexes go once the messages are gone (dropping them empties
+-- their groups), so no call deletes a whole large group at once.
+local groups = {}
+if #ids == 0 then
+  groups = redis.call('ZRANGE', GROUPS, 0, batch - 1)
+  for _, group in ipairs(groups) do
+    redis.call('ZREM', GROUPS, group)
+    redis.call('DEL', gkey(group))
+  end
 end
 local claims = redis.call('ZRANGE', CLAIMS, 0, batch - 1)
 for _, cid in ipairs(claims) do
@@ -24,6 +29,6 @@ if #deleted > 0 then redis.call('ZREM', DELETED, unpack(deleted)) end
 local n = #ids + #outbox + #claims + #groups + #deleted
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
-             OUTBOX, GROUPS)
+             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS)
 end
 return n

@@ -1,0 +1,264 @@
+"""Redis: every script does bounded work per call, whatever the queue holds.
+
+Work is counted, never timed: ``INFO commandstats`` counts the commands a
+script runs inside Redis, so a test can say "this call dropped at most N
+messages" on a noisy machine. Each test builds a backlog far above the
+per-call batch (lua/_common.lua BATCH) and checks both the bound and that
+the contract still holds (nothing early, nothing expired, backlog drains).
+"""
+
+import json
+
+import pytest
+import redis as redis_py
+
+from tests.contract.helpers import (CLIENT, OTHER_CLIENT, bodies, claim,
+                                    listed, post, stats)
+from zaqar_delay import errors
+
+BATCH = 100
+MOVE_BATCH = 25
+BACKLOG = 1000
+
+
+@pytest.fixture
+def raw(redis_url):
+    return redis_py.Redis.from_url(redis_url)
+
+
+def post_many(driver, queue, project, count, client=CLIENT, **extra):
+    ids = []
+    for start in range(0, count, 100):
+        ids += post(driver, queue, project,
+                    *range(start, min(count, start + 100)), client=client,
+                    **extra)
+    return ids
+
+
+def calls(raw, *commands):
+    stats = raw.info('commandstats')
+    return sum(stats.get('cmdstat_' + c, {}).get('calls', 0)
+               for c in commands)
+
+
+def counted(raw, run, *commands):
+    """(result of run(), commands of that kind it ran inside Redis)."""
+    raw.config_resetstat()
+    result = run()
+    return result, calls(raw, *commands)
+
+
+def test_a_due_backlog_is_promoted_in_batches_and_drains(driver, raw,
+                                                         project, clock):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 60}, project=project)
+    post_many(driver, 'q', project, BACKLOG, ttl=900)
+    late = post(driver, 'q', project, 'late', ttl=900, delay=600)[0]
+    clock.advance(61)
+    (_, got), promoted = counted(
+        raw, lambda: claim(driver, 'q', project, limit=1), 'zadd')
+    # Due messages are claimable at once, without a polling step...
+    assert bodies(got) == [0]
+    # ...but one claim promotes a bounded batch, not the whole backlog.
+    assert promoted <= 50, 'one claim promoted %d messages' % promoted
+    handed = [0]
+    for _ in range(BACKLOG):
+        _, got = claim(driver, 'q', project, limit=10)
+        if not got:
+            break
+        assert late not in [m['id'] for m in got]
+        handed += bodies(got)
+    assert sorted(handed) == list(range(BACKLOG))
+
+
+def test_stats_is_exact_without_purging_every_expired_message(
+        driver, raw, project, clock):
+    driver.queue_controller.create('q', project=project)
+    post_many(driver, 'q', project, BACKLOG, ttl=60)
+    kept = post(driver, 'q', project, 'kept', ttl=600)[0]
+    clock.advance(61)
+    result, dropped = counted(raw, lambda: stats(driver, 'q', project),
+                              'del')
+    assert dropped <= BATCH, 'stats dropped %d messages' % dropped
+    assert (result['total'], result['free'], result['claimed'],
+            result['delayed']) == (1, 1, 0, 0)
+    # Past a crowd of expired messages, oldest comes from an index.
+    assert result['oldest']['id'] == result['newest']['id'] == kept
+    assert [m['body'] for m in listed(driver, 'q', project)] == ['kept']
+
+
+def test_stats_counts_groups_in_flight_without_walking_claims(
+        driver, raw, project, clock):
+    driver.queue_controller.create(
+        'q', metadata={'_message_group_key': 'g'}, project=project)
+    post_many(driver, 'q', project, 300)          # ungrouped, then claimed
+    post(driver, 'q', project, *[{'g': n} for n in range(5)])
+    post(driver, 'q', project, *[{'g': n} for n in range(5)])
+    claimed_ids = []
+    for _ in range(40):
+        cid, got = claim(driver, 'q', project, limit=10, ttl=60)
+        if got:
+            claimed_ids.append(cid)
+    result, walked = counted(raw, lambda: stats(driver, 'q', project),
+                             'hexists', 'hget', 'hmget')
+    assert result['groups'] == 5 and result['groups_in_flight'] == 5
+    assert walked <= 2 * 50, 'stats read %d message hashes' % walked
+    # Renewed, released and lapsed claims all leave the count right.
+    last = claimed_ids[-1]
+    driver.claim_controller.update('q', last, {'ttl': 600, 'grace': 0},
+                                   project=project)
+    clock.advance(61)
+    in_flight = stats(driver, 'q', project)['groups_in_flight']
+    renewed = [m for m in driver.claim_controller.get(
+        'q', last, project=project)[1] if isinstance(m['body'], dict)]
+    assert in_flight == len(renewed)
+    driver.claim_controller.delete('q', last, project=project)
+    assert stats(driver, 'q', project)['groups_in_flight'] == 0
+
+
+def test_each_list_script_reads_a_bounded_number_of_messages(driver,
+                                                             project):
+    driver.queue_controller.create('q', project=project)
+    post_many(driver, 'q', project, BACKLOG, client=CLIENT)
+    others = post(driver, 'q', project, 'a', 'b', client=OTHER_CLIENT)
+    now, last, flat, resume = driver.run_script(
+        'list', 'q', project, '', 10, 0, 0, 0, str(CLIENT))
+    assert flat == [] and last == b'' and int(resume) == BATCH
+    # The controller assembles the full page from bounded calls.
+    pages = driver.message_controller.list('q', project=project,
+                                           client_uuid=CLIENT, limit=10)
+    assert [m['id'] for m in next(pages)] == others
+
+
+def test_first_reads_a_bounded_number_of_delayed_messages(driver, raw,
+                                                          project):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 600}, project=project)
+    post_many(driver, 'q', project, BACKLOG)
+    due = post(driver, 'q', project, 'due', delay=0)[0]
+    found, reads = counted(
+        raw, lambda: driver.message_controller.first('q', project=project),
+        'hmget')
+    assert found['id'] == due
+    assert reads <= BATCH + 5, 'first read %d messages' % reads
+
+
+def test_a_claim_looks_at_a_bounded_number_of_expired_messages(
+        driver, raw, project, clock):
+    driver.queue_controller.create('q', project=project)
+    post_many(driver, 'q', project, BACKLOG, ttl=60)
+    live = post(driver, 'q', project, 'live', ttl=600)[0]
+    clock.advance(61)
+    (_, got), dropped = counted(
+        raw, lambda: claim(driver, 'q', project, limit=10), 'del')
+    assert dropped <= 100, 'one claim dropped %d messages' % dropped
+    for _ in range(BACKLOG):
+        if got:
+            break
+        _, got = claim(driver, 'q', project, limit=10)
+    assert [m['id'] for m in got] == [live]
+
+
+def test_gc_settles_a_backlog_in_short_steps(driver, project, clock,
+                                            monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    post_many(driver, 'q', project, BACKLOG, ttl=60)
+    clock.advance(61)
+    steps = []
+    run = driver.run_script
+
+    def recording(name, queue, of, *args, **kwargs):
+        result = run(name, queue, of, *args, **kwargs)
+        if name == 'gc' and (queue, of) == ('q', project):
+            steps.append(result[0])
+        return result
+
+    monkeypatch.setattr(driver, 'run_script', recording)
+    monkeypatch.setattr(driver.message_controller, '_run', recording)
+    driver.gc()
+    assert sum(steps) == BACKLOG and max(steps) <= BATCH
+    assert stats(driver, 'q', project)['total'] == 0
+
+
+def grouped_queue(driver, project, name='q'):
+    driver.queue_controller.create(
+        name, metadata={'_message_group_key': 'g'}, project=project)
+
+
+def post_group(driver, queue, project, count):
+    for start in range(0, count, 100):
+        post(driver, queue, project,
+             *[{'g': 'big', 'n': n}
+               for n in range(start, min(count, start + 100))])
+
+
+def test_a_group_moves_in_bounded_batches_and_in_order(driver, project):
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post_group(driver, 'q', project, BACKLOG)
+    group = json.dumps('big')
+    code, ids, done = driver.run_script('group_move', 'q', project, group,
+                                        't', 'start')
+    assert (code, len(ids), done) == (0, MOVE_BATCH, 0)
+    # Frozen while it moves: nothing of the group is handed out.
+    assert claim(driver, 'q', project)[1] == []
+    with pytest.raises(errors.GroupMoving):
+        driver.message_controller.move_group('q', 'big', 't',
+                                             project=project)
+    # The move's own caller continues it.
+    moved = driver.message_controller._finish_move(
+        'q', project, group, [0, ids, 0])
+    assert moved == BACKLOG
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(BACKLOG))
+    assert stats(driver, 'q', project)['total'] == 0
+
+
+def test_gc_finishes_a_group_move_its_caller_abandoned(driver, project,
+                                                       clock):
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post_group(driver, 'q', project, 500)
+    group = json.dumps('big')
+    driver.run_script('group_move', 'q', project, group, 't', 'start')
+    driver.gc()
+    assert listed(driver, 't', project) == []       # not abandoned yet
+    clock.advance(61)
+    driver.gc()
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(500))
+    assert listed(driver, 'q', project, include_claimed=True) == []
+    # The group is no longer frozen: new members are claimable.
+    post(driver, 'q', project, {'g': 'big', 'n': 'new'})
+    assert [m['body']['n'] for m in claim(driver, 'q', project)[1]] == [
+        'new']
+
+
+def test_a_group_with_a_claimed_head_is_not_moved(driver, project):
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post_group(driver, 'q', project, 300)
+    claim(driver, 'q', project, limit=1)
+    with pytest.raises(errors.GroupInFlight):
+        driver.message_controller.move_group('q', 'big', 't',
+                                             project=project)
+    assert stats(driver, 'q', project)['total'] == 300
+
+
+def test_a_group_is_purged_in_bounded_batches_from_its_tail(driver,
+                                                            project):
+    grouped_queue(driver, project)
+    post_group(driver, 'q', project, BACKLOG)
+    post(driver, 'q', project, {'g': 'other'})
+    group = json.dumps('big')
+    deleted, left = driver.run_script('group_purge', 'q', project, group)
+    assert (deleted, left) == (BATCH, BACKLOG - BATCH)
+    # The head stays, so the rest of the group stays behind it in order.
+    _, got = claim(driver, 'q', project)
+    assert sorted(str(m['body']) for m in got) == sorted(
+        [str({'g': 'big', 'n': 0}), str({'g': 'other'})])
+    assert driver.message_controller.purge_group(
+        'q', 'big', project=project) == BACKLOG - BATCH
+    assert [m['body'] for m in listed(driver, 'q', project,
+                                      include_claimed=True)] == [
+        {'g': 'other'}]
