@@ -87,6 +87,28 @@ def test_the_stage_refuses_what_post_would_refuse(driver, project):
         '_default_message_delay': 5}
 
 
+@pytest.mark.parametrize('metadata, named', [
+    ({'_redelivery_delay': 1000}, '_redelivery_delay'),
+    ({'_redelivery_delay': True}, '_redelivery_delay'),
+    ({'_max_claim_count': 0}, '_max_claim_count'),
+    ({'_default_message_delay': 901}, '_default_message_delay'),
+    ({'_message_group_key': 'k', '_enable_encrypt_messages': True},
+     '_enable_encrypt_messages'),
+])
+def test_the_stage_refuses_each_bad_attribute_when_set(driver, project,
+                                                       metadata, named):
+    # Refused at PUT and PATCH, so a queue cannot be left in a state where
+    # every later post and claim answers 400 (max_message_delay is 900).
+    queues = through_pipeline(driver)
+    with pytest.raises(errors.InvalidInput, match=named):
+        queues.create('q', metadata=metadata, project=project)
+    assert not queues.exists('q', project=project)
+    queues.create('q', metadata={}, project=project)
+    with pytest.raises(errors.InvalidInput, match=named):
+        queues.set_metadata('q', metadata, project=project)
+    assert queues.get_metadata('q', project=project) == {}
+
+
 def test_a_queue_that_dead_letters_to_itself_loses_nothing(
         driver, make_queue, project, clock):
     """Metadata stored before it was checked is refused when used."""
