@@ -39,16 +39,16 @@ def is_strict_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_int(field, value, low, high):
+def check_int(field, value, low, high, unit=' seconds'):
     """Return ``value`` if it is an int in [low, high], else raise.
 
-    The error names the field, the value and the bound, and is raised before
-    anything is stored.
+    The error names the field, the value and the bound (in ``unit``), and
+    is raised before anything is stored.
     """
     if not is_strict_int(value) or not low <= value <= high:
         raise errors.InvalidInput(
-            '{} must be an integer from {} to {} seconds; got {!r}'.format(
-                field, low, high, value))
+            '{} must be an integer from {} to {}{}; got {!r}'.format(
+                field, low, high, unit, value))
     return value
 
 
@@ -89,7 +89,7 @@ class QueuePolicy:
             check_int(REDELIVERY_DELAY, redelivery, 0, max_delay)
         max_claims = get(MAX_CLAIM_COUNT)
         if max_claims is not None:
-            check_int(MAX_CLAIM_COUNT, max_claims, 1, 2 ** 31)
+            check_int(MAX_CLAIM_COUNT, max_claims, 1, 2 ** 31, unit='')
         dlq = get(DEAD_LETTER_QUEUE)
         if dlq is not None:
             check_queue_name(DEAD_LETTER_QUEUE, dlq)

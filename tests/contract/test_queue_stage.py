@@ -141,3 +141,11 @@ def test_a_dead_letter_reaches_a_target_with_bad_metadata(
     driver.gc()
     assert [m['body'] for m in listed(driver, dlq, project)] == [{'k': 'v'}]
     assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_a_count_is_not_called_seconds(driver, project):
+    queues = through_pipeline(driver)
+    with pytest.raises(errors.InvalidInput) as refused:
+        queues.create('q', metadata={'_max_claim_count': 0}, project=project)
+    assert str(refused.value) == (
+        '_max_claim_count must be an integer from 1 to 2147483648; got 0')
