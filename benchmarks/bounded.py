@@ -124,7 +124,7 @@ def isolated_steps(driver, queue):
         ('gc step', lambda: driver.run_script(
             'gc', queue, PROJECT, redis_driver.GC_BATCH,
             redis_driver.GC_OUTBOX_AGE_MS)),
-        ('stats', lambda: driver.message_controller._stats(queue, PROJECT)),
+        ('stats', lambda: driver.message_controller.stats(queue, PROJECT)['messages']),
         ('list', lambda: driver.run_script('list', queue, PROJECT, '', 10,
                                            0, 0, 0, '')),
     ]
@@ -217,7 +217,7 @@ def run(args):
         results['move'] = measured(raw, driver, moving, args.claims,
                                    (_finish_move, server.url, clock['now'],
                                     moving, first_batch))
-        moved = driver.message_controller._stats(target, PROJECT)['total']
+        moved = driver.message_controller.stats(target, PROJECT)['messages']['total']
         left = sum(group['depth'] for group in next(
             driver.message_controller.list_groups(moving, project=PROJECT)))
         report(args, results, cpu, moved, left)

@@ -25,6 +25,7 @@ that touch its store. The contract, stated once:
 """
 
 import abc
+import dataclasses
 import datetime
 
 from zaqar.storage import base as storage
@@ -32,8 +33,10 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
 from zaqar_delay import errors
+from zaqar_delay import retention
 from zaqar_delay import rules
 from zaqar_delay.conf import limits
+from zaqar_delay.conf import retention as retention_options
 
 
 class MessageController(storage.Message, metaclass=abc.ABCMeta):
@@ -41,21 +44,36 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def __init__(self, driver):
         super().__init__(driver)
-        zd_conf.register(driver.conf, limits)
+        zd_conf.register(driver.conf, limits, retention_options)
         self._limits = driver.conf[limits.GROUP_NAME]
+        self._operator_retention = retention.OperatorRetention(driver.conf)
 
     # -- shared rules ------------------------------------------------------
 
     def policy(self, queue, project):
         """The queue's validated policy; raises QueueDoesNotExist."""
         metadata = self.driver.queue_controller.get_metadata(queue, project)
-        return self.check_metadata(queue, metadata)
+        return self.check_metadata(queue, metadata, project)
 
-    def check_metadata(self, queue, metadata):
+    def check_metadata(self, queue, metadata, project=None):
         """The policy ``metadata`` gives queue ``queue``; raises
         InvalidInput, naming the attribute, if it is not valid."""
-        return rules.QueuePolicy.from_metadata(
+        policy = rules.QueuePolicy.from_metadata(
             metadata, self._limits.max_message_delay, queue=queue)
+        return dataclasses.replace(policy, retention=retention.from_metadata(
+            metadata, self._operator_retention.for_queue(queue, project)))
+
+    def retention_of(self, queue, project):
+        """What ``queue`` keeps, for reads and cleanup: never an error
+        for metadata stored before it was checked (retention.for_reads);
+        a queue that does not exist gets the operator's settings."""
+        operator = self._operator_retention.for_queue(queue, project)
+        try:
+            metadata = self.driver.queue_controller.get_metadata(queue,
+                                                                 project)
+        except storage_errors.QueueDoesNotExist:
+            return operator
+        return retention.for_reads(metadata, operator)
 
     def target_policy(self, target, project):
         """The policy of a queue that dead letters or a moved group are
@@ -93,7 +111,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         messages, next_marker = self._list(
             queue, project, position, limit, bool(echo),
             None if client_uuid is None else str(client_uuid),
-            bool(include_claimed), bool(include_delayed))
+            bool(include_claimed), bool(include_delayed),
+            self.retention_of(queue, project))
         yield iter(messages)
         yield str(next_marker) if next_marker is not None else marker
 
@@ -101,20 +120,23 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         if sort not in (1, -1):
             raise ValueError('sort must be either 1 (ascending) '
                              'or -1 (descending)')
-        message = self._first(queue, project, sort)
+        message = self._first(queue, project, sort,
+                              self.retention_of(queue, project))
         if message is None:
             raise storage_errors.QueueIsEmpty(queue, project)
         return message
 
     def get(self, queue, message_id, project=None):
-        found = self._get_many(queue, project, [message_id])
+        found = self._get_many(queue, project, [message_id],
+                               self.retention_of(queue, project))
         if not found:
             raise storage_errors.MessageDoesNotExist(message_id, queue,
                                                      project)
         return found[0]
 
     def bulk_get(self, queue, message_ids, project=None):
-        return iter(self._get_many(queue, project, list(message_ids)))
+        return iter(self._get_many(queue, project, list(message_ids),
+                                   self.retention_of(queue, project)))
 
     def delete(self, queue, message_id, project=None, claim=None):
         if claim is not None and not rules.is_claim_id(claim):
@@ -133,6 +155,21 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             # As Zaqar's drivers: nothing to pop from a queue that is not.
             return []
         return self._pop(queue, project, limit, policy)
+
+    def stats(self, queue, project=None):
+        """Zaqar's queue stats, with what retention keeps and removed."""
+        kept = self.retention_of(queue, project)
+        counts = self._stats(queue, project, kept)
+        removed = counts.pop('removed_by_retention')
+        return {'messages': counts, 'retention': kept.report(removed)}
+
+    def clean(self, queue, project, batch):
+        """Remove up to ``batch`` messages that retention no longer keeps
+        from ``queue``; returns (removed, more): ``more`` is True when the
+        batch was full and another call may find more."""
+        rules.check_limit(batch, field='batch')
+        return self._clean(queue, project, self.retention_of(queue, project),
+                           batch)
 
     # -- message groups (SPEC §4) -------------------------------------------
 
@@ -197,18 +234,21 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def _list(self, queue, project, marker, limit, echo, client_uuid,
-              include_claimed, include_delayed):
+              include_claimed, include_delayed, retention):
         """Return (messages, next_marker): a full page of up to ``limit``
-        messages after position ``marker`` (None: from the start)."""
+        messages after position ``marker`` (None: from the start), leaving
+        out what ``retention`` no longer keeps."""
 
     @abc.abstractmethod
-    def _first(self, queue, project, sort):
-        """The oldest (1) or newest (-1) due message, claimed or not, with
-        its ``created`` time; None if there is none."""
+    def _first(self, queue, project, sort, retention):
+        """The oldest (1) or newest (-1) due message that ``retention``
+        keeps, claimed or not, with its ``created`` time; None if there is
+        none."""
 
     @abc.abstractmethod
-    def _get_many(self, queue, project, message_ids):
-        """The live messages among ``message_ids``, in the given order."""
+    def _get_many(self, queue, project, message_ids, retention):
+        """The live messages among ``message_ids`` that ``retention``
+        keeps, in the given order."""
 
     @abc.abstractmethod
     def _delete(self, queue, project, message_id, claim_id):
@@ -230,9 +270,17 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         """Remove every message and claim of the queue."""
 
     @abc.abstractmethod
-    def _stats(self, queue, project):
-        """Counts of the queue: total, claimed, free, delayed, groups,
-        groups_in_flight; oldest and newest when it is not empty."""
+    def _stats(self, queue, project, retention):
+        """Counts of the messages ``retention`` keeps: total, claimed,
+        free, delayed, groups, groups_in_flight; oldest and newest when
+        there are any; and ``removed_by_retention``, how many messages
+        retention has removed from the queue so far."""
+
+    @abc.abstractmethod
+    def _clean(self, queue, project, retention, batch):
+        """Remove up to ``batch`` messages that ``retention`` no longer
+        keeps (never one under a live claim), counting each removal once
+        even when several hosts clean at once; return (removed, more)."""
 
 
 class ClaimController(storage.Claim, metaclass=abc.ABCMeta):

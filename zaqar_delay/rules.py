@@ -62,6 +62,8 @@ class QueuePolicy:
     dead_letter_queue: str = None
     dead_letter_ttl: int = None
     redelivery_delay: int = 0
+    # zaqar_delay.retention.Retention; None until a controller fills it in.
+    retention: object = None
 
     @property
     def is_delayed(self):

@@ -24,12 +24,12 @@ class QueueStage:
 
     def create(self, name, metadata=None, project=None):
         try:
-            self._messages.check_metadata(name, metadata)
+            self._messages.check_metadata(name, metadata, project)
         except errors.InvalidInput as exc:
             raise errors.RefusedQueueAttributes(str(exc))
 
     def set_metadata(self, name, metadata, project=None):
-        self._messages.check_metadata(name, metadata)
+        self._messages.check_metadata(name, metadata, project)
 
     def delete(self, name, project=None):
         # Returning None lets the pipeline go on to delete the metadata.
@@ -38,4 +38,4 @@ class QueueStage:
     def stats(self, name, project=None):
         if not self._driver.queue_controller.exists(name, project=project):
             raise storage_errors.QueueDoesNotExist(name, project)
-        return {'messages': self._messages._stats(name, project)}
+        return self._messages.stats(name, project)

@@ -43,4 +43,4 @@ def claimed_bodies(driver, queue, project, limit=10):
 
 
 def stats(driver, queue, project):
-    return driver.message_controller._stats(queue, project)
+    return driver.message_controller.stats(queue, project)['messages']

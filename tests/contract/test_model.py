@@ -92,8 +92,8 @@ def test_backend_behaves_like_the_reference(driver, project, clock,
         @invariant()
         def same_number_left(self):
             if hasattr(self, 'model'):
-                stats = driver.message_controller._stats(self.queue,
-                                                         project)
+                stats = driver.message_controller.stats(self.queue,
+                                                         project)['messages']
                 assert stats['total'] == self.model.total(clock())
 
     run_state_machine_as_test(Machine, settings=settings(

@@ -185,8 +185,8 @@ class HistoryRun:
             got = sum(workers.claim_and_delete(driver, recorder, spec, q, 20,
                                                DRAIN_CLAIM_TTL)
                       for q in queues)
-            left = {q: driver.message_controller._stats(
-                q, spec['project'])['total'] for q in queues}
+            left = {q: driver.message_controller.stats(
+                q, spec['project'])['messages']['total'] for q in queues}
             quiet = quiet + 1 if not got and not any(left.values()) else 0
             if got:
                 progress = time.monotonic()

@@ -72,7 +72,7 @@ def test_groups_command_lists_purges_and_moves(request, conf, config,
     pages = driver.message_controller.list('dst', project=project,
                                            echo=True)
     assert [m['body']['n'] for m in next(pages)] == [0, 1, 2]
-    assert driver.message_controller._stats('src', project)['total'] == 3
+    assert driver.message_controller.stats('src', project)['messages']['total'] == 3
 
     missing = command('zaqar-delay-groups', config, 'move', project, 'src',
                       'b', 'nowhere')

@@ -45,7 +45,7 @@ def test_competing_consumers_get_each_message_once_and_lose_none(
     counts = collections.Counter(mid for mid, _, _ in handouts)
     assert set(counts) == set(posted), 'a posted message was never delivered'
     assert max(counts.values()) == 1, 'a message was delivered twice'
-    assert driver.message_controller._stats('race', project)['total'] == 0
+    assert driver.message_controller.stats('race', project)['messages']['total'] == 0
 
 
 def test_abandoned_claims_are_redelivered_never_concurrently(
@@ -64,4 +64,4 @@ def test_abandoned_claims_are_redelivered_never_concurrently(
             # returns; a re-delivery can only follow the previous claim's
             # expiry (allowing for the consumer's own scheduling slack).
             assert second - first >= claim_ttl - 0.25, (mid, deliveries)
-    assert driver.message_controller._stats('crashy', project)['total'] == 0
+    assert driver.message_controller.stats('crashy', project)['messages']['total'] == 0

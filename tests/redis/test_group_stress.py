@@ -64,4 +64,4 @@ def test_group_order_and_exclusivity_hold_across_processes(redis_url,
                 # In order, and only after the previous one was deleted.
                 assert next_n == prev_n + 1
                 assert next_after >= acks[prev_id]
-    assert driver.message_controller._stats('stress', project)['total'] == 0
+    assert driver.message_controller.stats('stress', project)['messages']['total'] == 0

@@ -55,7 +55,7 @@ def test_competing_consumers_never_share_a_message_and_lose_none(
     counts = collections.Counter(mid for mid, _, _, _ in handouts)
     assert set(counts) == set(posted), 'a posted message was never delivered'
     assert max(counts.values()) == 1, 'a message was delivered twice'
-    assert driver.message_controller._stats('race', project)['total'] == 0
+    assert driver.message_controller.stats('race', project)['messages']['total'] == 0
 
 
 def test_abandoned_claims_are_redelivered_never_concurrently(
@@ -75,4 +75,4 @@ def test_abandoned_claims_are_redelivered_never_concurrently(
             # out of a claim request that ends after that expiry.
             assert second[1] - first[0] >= claim_ttl - 0.05, (
                 mid, deliveries)
-    assert driver.message_controller._stats('crashy', project)['total'] == 0
+    assert driver.message_controller.stats('crashy', project)['messages']['total'] == 0

@@ -67,7 +67,7 @@ def test_a_retried_post_does_not_duplicate(driver, make_queue,
     messages._insert(queue, project, [message], str(CLIENT))
     messages._insert(queue, project, [message], str(CLIENT))
     assert bodies(listed(driver, queue, project)) == ['once']
-    assert messages._stats(queue, project)['total'] == 1
+    assert messages.stats(queue, project)['messages']['total'] == 1
 
 
 def test_claimers_in_threads_never_share_a_message(driver, make_queue,

@@ -68,5 +68,5 @@ def test_grouped_consumers_keep_order_and_one_in_flight(
             assert returned >= sent, (
                 '%s of group %s handed out while %s was in flight'
                 % (tag, group, before))
-    counts = driver.message_controller._stats('grouped', project)
+    counts = driver.message_controller.stats('grouped', project)['messages']
     assert (counts['total'], counts['groups']) == (0, 0)

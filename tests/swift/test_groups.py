@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.contract.helpers import bodies, claim, listed, post, stats
+from zaqar_delay import retention
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
@@ -91,7 +92,8 @@ def test_a_member_filed_out_of_turn_is_not_handed_out(
                {'g': 'a', 'n': 2})
     qs = driver.queue_state(queue, project)
     second = driver.message_controller._get_many(queue, project,
-                                                       [ids[1]])[0]
+                                                       [ids[1]],
+                                                       retention.NONE)[0]
     qs.make_available(second.position, ids[1], 1,
                       clock.now_ms, clock.now_ms,
                       names.group_key(rules.encode_group_id('a')))

@@ -7,9 +7,10 @@
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import mongodb
 from zaqar_delay.conf import redis
+from zaqar_delay.conf import retention
 from zaqar_delay.conf import swift
 
-OPTION_MODULES = (limits, mongodb, redis, swift)
+OPTION_MODULES = (limits, mongodb, redis, retention, swift)
 
 
 def list_opts():

@@ -108,7 +108,7 @@ class MessageController(controller.MessageController):
         return doc
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,
-              include_claimed, include_delayed):
+              include_claimed, include_delayed, retention):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now)
         states = [f.READY, f.BLOCKED]
@@ -123,7 +123,7 @@ class MessageController(controller.MessageController):
         return ([state.render(doc, now) for doc in docs],
                 docs[-1][f.POSITION] if docs else None)
 
-    def _first(self, queue, project, sort):
+    def _first(self, queue, project, sort, retention):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now)
         doc = self._due(queue, project, now, sort)
@@ -135,7 +135,7 @@ class MessageController(controller.MessageController):
                                     query.index)
         return found[0] if found else None
 
-    def _get_many(self, queue, project, message_ids):
+    def _get_many(self, queue, project, message_ids, retention):
         wanted = [mid for mid in message_ids if isinstance(mid, str)]
         if not wanted:
             return []
@@ -215,7 +215,7 @@ class MessageController(controller.MessageController):
         self.driver.moves.delete_many(where)
         self.driver.counters.delete_one(where)
 
-    def _stats(self, queue, project):
+    def _stats(self, queue, project, retention):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now, purge_batch=None)
         count = self._messages.count_documents
@@ -238,8 +238,12 @@ class MessageController(controller.MessageController):
             stats['oldest'] = _stat_entry(oldest, now)
             stats['newest'] = _stat_entry(
                 self._any(queue, project, now, -1), now)
+        stats['removed_by_retention'] = 0  # issue 10: placeholder
         return stats
 
+
+    def _clean(self, queue, project, retention, batch):
+        raise NotImplementedError('issue 10: retention cleanup')
     def _any(self, queue, project, now, sort):
         query = queries.any_live(queue, project, now, sort)
         found = self._messages.find(query.filter, None, query.sort, 1,

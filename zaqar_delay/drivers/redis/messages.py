@@ -44,7 +44,7 @@ class MessageController(controller.MessageController):
         self.driver.pipelined(post)
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,
-              include_claimed, include_delayed):
+              include_claimed, include_delayed, retention):
         # Each list.lua call reads a bounded number of ids; a page that
         # filters many out is assembled from several calls.
         page, next_marker, after = [], None, marker
@@ -60,12 +60,12 @@ class MessageController(controller.MessageController):
                 return page, next_marker
             after = int(resume)
 
-    def _first(self, queue, project, sort):
+    def _first(self, queue, project, sort, retention):
         now, flat = self._run('first', queue, project, sort)
         found = wire.messages(now, flat, include_created=True)
         return found[0] if found else None
 
-    def _get_many(self, queue, project, message_ids):
+    def _get_many(self, queue, project, message_ids, retention):
         if not message_ids:
             return []
         now, flat = self._run('get', queue, project, *message_ids)
@@ -103,7 +103,7 @@ class MessageController(controller.MessageController):
         if self.driver.has_messages(queue, project):
             self.driver.register_queue(queue, project)
 
-    def _stats(self, queue, project):
+    def _stats(self, queue, project, retention):
         (now, total, claimed, delayed, oldest, newest, groups,
          groups_in_flight) = self._run('stats', queue, project)
         stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
@@ -112,8 +112,12 @@ class MessageController(controller.MessageController):
         if oldest:
             stats['oldest'] = _stat_entry(now, oldest)
             stats['newest'] = _stat_entry(now, newest)
+        stats['removed_by_retention'] = 0  # issue 10: placeholder
         return stats
 
+
+    def _clean(self, queue, project, retention, batch):
+        raise NotImplementedError('issue 10: retention cleanup')
     def _groups(self, queue, project, marker, limit):
         flat = self._run('groups', queue, project, marker or '', limit)
         return [{'id': json.loads(flat[i]), 'depth': flat[i + 1],

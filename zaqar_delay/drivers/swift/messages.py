@@ -120,7 +120,7 @@ class MessageController(controller.MessageController):
     # -- reads -------------------------------------------------------------
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,
-              include_claimed, include_delayed):
+              include_claimed, include_delayed, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         if include_claimed or include_delayed:
@@ -205,7 +205,7 @@ class MessageController(controller.MessageController):
                     return out
         return out
 
-    def _first(self, queue, project, sort):
+    def _first(self, queue, project, sort, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         for page in self._pages(qs, 'p/', None, 10, reverse=sort == -1):
@@ -220,7 +220,7 @@ class MessageController(controller.MessageController):
                                           include_created=True)
         return None
 
-    def _get_many(self, queue, project, message_ids):
+    def _get_many(self, queue, project, message_ids, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         cache = {}
@@ -307,7 +307,7 @@ class MessageController(controller.MessageController):
             if self._store.delete_container(qs.c):
                 return
 
-    def _stats(self, queue, project):
+    def _stats(self, queue, project, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         qs.settle(now)
@@ -347,7 +347,11 @@ class MessageController(controller.MessageController):
         if ordered:
             stats['oldest'] = _stat_entry(now, ordered[0][1])
             stats['newest'] = _stat_entry(now, ordered[-1][1])
+        stats['removed_by_retention'] = 0  # issue 10: placeholder
         return stats
+
+    def _clean(self, queue, project, retention, batch):
+        raise NotImplementedError('issue 10: retention cleanup')
 
 
 def _stat_entry(now, fields):
