@@ -5,6 +5,8 @@ classes; this base registers the options (the backend's and the shared
 limits), builds each controller once, and reports health the same way.
 """
 
+import time
+
 from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
@@ -12,6 +14,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
 from zaqar_delay.conf import limits
+from zaqar_delay.conf import retention as retention_options
 
 LOG = logging.getLogger(__name__)
 
@@ -26,8 +29,9 @@ class DataDriver(storage.DataDriverBase):
 
     def __init__(self, conf, cache, control_driver):
         super().__init__(conf, cache, control_driver)
-        zd_conf.register(conf, self.OPTIONS, limits)
+        zd_conf.register(conf, self.OPTIONS, limits, retention_options)
         self.store_conf = conf[self.OPTIONS.GROUP_NAME]
+        self.retention_conf = conf[retention_options.GROUP_NAME]
 
     @classmethod
     def driver_options(cls, options):
@@ -63,6 +67,22 @@ class DataDriver(storage.DataDriverBase):
         if skipped:
             LOG.warning('gc skipped %d queues this pass', skipped)
         return dropped
+
+    def clean_queue(self, queue, project):
+        """Remove what retention no longer keeps from one queue, in
+        batches of ``tuples_per_iteration`` with ``iteration_delay``
+        between them; returns how many messages were removed. Each batch
+        is one bounded store step, safe on several hosts at once."""
+        batch = self.retention_conf.tuples_per_iteration
+        removed = 0
+        while True:
+            count, more = self.message_controller.clean(queue, project,
+                                                        batch)
+            removed += count
+            if not more:
+                return removed
+            if self.retention_conf.iteration_delay:
+                time.sleep(self.retention_conf.iteration_delay)
 
     @decorators.lazy_property(write=False)
     def message_controller(self):
