@@ -113,6 +113,18 @@ def test_every_delete_is_remembered_for_a_retried_post(driver, project, how):
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
+def test_a_purged_group_is_remembered_for_a_retried_post(driver, project):
+    driver.queue_controller.create('q', project=project, metadata={
+        '_message_group_key': 'g'})
+    mid = post(driver, 'q', project, {'g': 'a'})[0]
+    assert driver.message_controller.purge_group('q', 'a',
+                                                 project=project) == 1
+    # The post's reply was lost before the purge; its retry comes now.
+    driver.run_script('post', 'q', project, 'client', mid, 60, 0,
+                      '{"g":"a"}', '"a"', '')
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
 def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
         driver, project, clock, monkeypatch):
     driver.queue_controller.create('dlq', project=project)
