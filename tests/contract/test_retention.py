@@ -8,6 +8,9 @@ The rules, exactly (zaqar_delay/retention.py):
 * kept by length: ``length`` 0 or among the newest ``length`` live
   messages that are not under a live claim (delayed ones count);
 * a message under a live claim is kept until the claim ends;
+* a message that is no longer kept never comes back, even when the newer
+  messages that pushed it beyond ``length`` leave (claimed, deleted,
+  expired);
 * no read returns what is not kept; ``clean`` and claims remove it, and
   the queue's ``removed`` statistic counts every removal once.
 """
@@ -201,6 +204,33 @@ def test_delayed_messages_count_towards_length(driver, make_queue, project,
     assert (counts['total'], counts['delayed'], counts['free']) == (2, 2, 0)
     clock.advance(30)
     assert take(driver, queue, project, 'claim') == ['later-1', 'later-2']
+
+
+@operator(length=2)
+@pytest.mark.parametrize('newer_leaves', ['claimed', 'deleted', 'expired'])
+def test_a_message_beyond_length_stays_gone_when_newer_ones_leave(
+        driver, make_queue, project, clock, newer_leaves):
+    """Gone means gone: once a message is beyond ``length`` it does not
+    come back when the newer messages that pushed it out are claimed,
+    deleted or expire (whether or not it was physically removed yet)."""
+    queue = make_queue({'_default_message_delay': 30})
+    messages = driver.message_controller
+    posted = post_each(driver, queue, project, 'old')        # delayed
+    posted.update(post_each(driver, queue, project, 'b', delay=0, ttl=60))
+    posted.update(post_each(driver, queue, project, 'c', delay=0))
+    assert bodies(listed(driver, queue, project,
+                         include_delayed=True)) == ['b', 'c']
+    if newer_leaves == 'claimed':
+        assert take(driver, queue, project, 'claim') == ['b', 'c']
+    elif newer_leaves == 'deleted':
+        messages.delete(queue, posted['c'], project=project)
+    clock.advance(60)   # 'old' is due; 'b' has expired
+    assert 'old' not in bodies(listed(driver, queue, project,
+                                      include_claimed=True,
+                                      include_delayed=True))
+    with pytest.raises(storage_errors.MessageDoesNotExist):
+        messages.get(queue, posted['old'], project=project)
+    assert 'old' not in take(driver, queue, project, 'claim')
 
 
 # -- groups ----------------------------------------------------------------
