@@ -499,13 +499,18 @@ def test_claims_and_clean_together_count_each_removal_once(
 def test_clean_never_removes_a_claimed_message(driver, make_queue, project):
     queue = make_queue()
     messages = driver.message_controller
-    post(driver, queue, project, 'a', 'b')
-    claim_id, _ = claim(driver, queue, project, limit=2)
+    claim_ids = []
+    for name in ('a', 'b'):
+        post(driver, queue, project, name)
+        claim_id, got = claim(driver, queue, project)
+        assert bodies(got) == [name]
+        claim_ids.append(claim_id)
     post(driver, queue, project, 'c')
     assert messages.clean(queue, project, 10) == (0, False)
     counts = stats(driver, queue, project)
     assert (counts['total'], counts['claimed']) == (3, 2)
-    driver.claim_controller.delete(queue, claim_id, project=project)
+    for claim_id in claim_ids:
+        driver.claim_controller.delete(queue, claim_id, project=project)
     assert clean_all(driver, queue, project, 10) == [2]
     assert removed(driver, queue, project) == 2
     assert bodies(listed(driver, queue, project,
