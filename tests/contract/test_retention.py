@@ -446,7 +446,7 @@ def test_a_retention_that_loosens_or_is_malformed_is_refused_when_set(
 
 @operator(time=100, length=10)
 @pytest.mark.parametrize('value, shown', REFUSED, ids=refused_ids())
-def test_a_retention_stored_behind_the_stage_is_refused_on_post(
+def test_a_retention_stored_behind_the_stage_is_refused_on_write(
         driver, make_queue, project, value, shown):
     queue = make_queue()
     driver.queue_controller.set_metadata(queue, {'_retention': value},
@@ -455,6 +455,9 @@ def test_a_retention_stored_behind_the_stage_is_refused_on_post(
         post(driver, queue, project, 'x')
     assert_named(raised.value, shown)
     assert stats(driver, queue, project)['total'] == 0
+    # A claim reads the queue's policy as a post does.
+    with pytest.raises(errors.InvalidInput, match='_retention'):
+        claim(driver, queue, project)
     # Reads go on with the operator's settings.
     assert driver.message_controller.stats(queue, project)['retention'][
         'time'] == 100
