@@ -144,19 +144,26 @@ class DataDriver(base.DataDriver):
 
     def gc(self):
         """Settle every known queue: expired claims, due and expired
-        messages, unfinished dead-letter moves. Safe on several hosts at
-        once: each step is an atomic script."""
+        messages, unfinished dead-letter moves; then remove what retention
+        no longer keeps (clean_queue). Safe on several hosts at once: each
+        step is an atomic script. Returns how many messages were removed
+        (expired, or by retention)."""
         tags = self.guarded(lambda: list(
             self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
         dropped = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
-        LOG.debug('gc dropped %d expired messages', dropped)
+        LOG.debug('gc removed %d messages (expired or by retention)',
+                  dropped)
         return dropped
 
     def _gc_one(self, tag):
         project, queue = _untag(tag)
-        return ('queue {!r} of project {!r}'.format(queue, project),
-                functools.partial(self.message_controller.gc, queue, project,
-                                  GC_BATCH, GC_OUTBOX_AGE_MS))
+
+        def settle():
+            dropped = self.message_controller.gc(queue, project, GC_BATCH,
+                                                 GC_OUTBOX_AGE_MS)
+            return dropped + self.clean_queue(queue, project)
+
+        return 'queue {!r} of project {!r}'.format(queue, project), settle
 
 
 def _untag(tag):
