@@ -96,13 +96,32 @@ def test_removal_is_counted_in_its_key_and_the_id_remembered(driver, raw,
     assert removed(driver, project) == 1
 
 
+def test_the_floor_keeps_a_message_beyond_length_out_for_good(
+        driver, raw, project, monkeypatch):
+    kept_queue(driver, project, length=2)
+    ids = post(driver, 'q', project, 'a', 'b', 'c')
+    # A listing (which removes nothing) finds 'a' beyond length and
+    # remembers where that starts.
+    assert bodies(listed(driver, 'q', project)) == ['b', 'c']
+    assert raw.zscore(key(project, 'free'), ids[0]) is not None
+    floor = int(raw.get(key(project, 'floor')))
+    assert floor == int(raw.zscore(key(project, 'free'), ids[1]))
+    driver.message_controller.bulk_delete('q', ids[1:], project=project)
+    assert listed(driver, 'q', project) == []
+    assert list(driver.message_controller.bulk_get('q', ids[:1],
+                                                   project=project)) == []
+    assert claim(driver, 'q', project)[1] == []
+    assert removed(driver, project) == 1
+
+
 def test_queue_deletion_forgets_the_count(driver, raw, project):
     kept_queue(driver, project, length=1)
     post(driver, 'q', project, 'a', 'b')
     driver.message_controller.clean('q', project, 10)
     # What the queue stage runs when Zaqar deletes the queue.
     driver.message_controller._purge_queue('q', project)
-    assert not raw.exists(key(project, 'removed'), key(project, 'free'))
+    assert not raw.exists(key(project, 'removed'), key(project, 'free'),
+                          key(project, 'floor'))
 
 
 # -- exact reads over a backlog that retention hides -------------------------

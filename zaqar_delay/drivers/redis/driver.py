@@ -146,22 +146,23 @@ class DataDriver(base.DataDriver):
         """Settle every known queue: expired claims, due and expired
         messages, unfinished dead-letter moves; then remove what retention
         no longer keeps (clean_queue). Safe on several hosts at once: each
-        step is an atomic script. Returns how many messages were removed
-        (expired, or by retention)."""
+        step is an atomic script. Returns the pass's GcPass."""
         tags = self.guarded(lambda: list(
             self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
-        dropped = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
-        LOG.debug('gc removed %d messages (expired or by retention)',
-                  dropped)
-        return dropped
+        done = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
+        LOG.debug('gc removed %d expired messages and %d by retention',
+                  done.expired, done.retention)
+        return done
 
     def _gc_one(self, tag):
         project, queue = _untag(tag)
 
         def settle():
+            # The expired count; clean_queue adds its removals to the pass.
             dropped = self.message_controller.gc(queue, project, GC_BATCH,
                                                  GC_OUTBOX_AGE_MS)
-            return dropped + self.clean_queue(queue, project)
+            self.clean_queue(queue, project)
+            return dropped
 
         return 'queue {!r} of project {!r}'.format(queue, project), settle
 

@@ -30,6 +30,8 @@ key                type    holds
                            blocked group members included), by position:
                            retention's ``length`` counts these
 ``Q:removed``      string  messages retention has removed from the queue
+``Q:floor``        string  highest length cutoff found: free messages below
+                           this position are beyond ``length`` for good
 ``Q:r:<claim>``    string  a claim's or pop's result (MessagePack), kept
                            for the retry span so a retry returns it again
 ``Q:g:<group>``    zset    a group's live message ids, by position
@@ -59,7 +61,9 @@ removed by every script that touches the queue and by ``gc``.
 
 Retention (``zaqar_delay/retention.py``) needs no walk either: the
 ``length``-th newest member of ``free`` is the position below which free
-messages are no longer kept, and as positions and created times grow
+messages are no longer kept (and ``floor`` remembers it, so that a
+message beyond ``length`` does not come back when newer ones leave before
+it was removed), and as positions and created times grow
 together, the messages past ``time`` are the oldest members of ``free``
 (found by bisection). Reads leave out what retention does not keep;
 claims, stats, group listings and the cleanup script (``clean``, run by
@@ -101,7 +105,7 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 # Order of KEYS[] in every queue script (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
                       'claims', 'outbox', 'groups', 'deleted', 'free',
-                      'removed')
+                      'removed', 'floor')
 
 
 def queue_tag(queue, project):

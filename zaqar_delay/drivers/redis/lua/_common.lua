@@ -8,6 +8,8 @@
 -- KEYS[5] expiry  zset id -> expires     KEYS[10] deleted zset id -> when
 -- KEYS[11] free   zset id -> position (live messages not under a claim)
 -- KEYS[12] removed string: messages retention removed so far
+-- KEYS[13] floor  string: position below which free messages are beyond
+--          retention's length for good
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
 --         claimed ids Q:cm:<id>, group members Q:g:<group>, claimed group
 --         heads Q:gflight, group moves Q:moving and Q:movetargets)
@@ -27,7 +29,7 @@
 local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local GROUPS, DELETED = KEYS[9], KEYS[10]
-local FREE, REMOVED = KEYS[11], KEYS[12]
+local FREE, REMOVED, FLOOR = KEYS[11], KEYS[12], KEYS[13]
 local Q = ARGV[1]
 -- Grouped ids under a claim, scored by claim expiry: the groups in flight
 -- are counted from it without walking every claimed id.
@@ -227,11 +229,11 @@ end
 -- members of FREE are the ones past `time` (found by bisection, a fixed
 -- number of steps per doubling of the queue).
 local RET_TIME, RET_LENGTH = 0, 0
-local HIDE_BELOW, TIME_FROM
+local HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT
 
 local function use_retention(time_ms, length)
   RET_TIME, RET_LENGTH = tonumber(time_ms) or 0, tonumber(length) or 0
-  HIDE_BELOW, TIME_FROM = nil, nil
+  HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT = nil, nil, nil, nil
 end
 
 -- A position as a score bound (math.huge: past every position).
@@ -256,14 +258,48 @@ local function length_cutoff(extra)
   return at[1] and tonumber(at[2]) or false
 end
 
--- For reads: messages whose claim ended but was not settled yet are free
--- too, so each could be newer than a free message; counting them all as
--- newer errs towards hiding, never towards showing what is not kept. (Every
--- reading script settles ended claims first, so there are rarely any.)
+-- Beyond length is for good: a free message with `length` live free
+-- messages newer than it is not kept, even if those leave later (claimed,
+-- deleted, expired) before it was removed. FLOOR holds the highest such
+-- position found so far; each script that applies length raises it to the
+-- cutoff at NOW, counting expired messages not purged yet as if they were
+-- not there (so it never rises past a message that is still kept).
+-- Below it, free messages are gone for good, and may be removed.
+local function length_floor()
+  if RET_LENGTH == 0 then return false end
+  if FLOOR_AT == nil then
+    EXPIRED_AT = redis.call('ZCOUNT', EXPIRY, '-inf', NOW)
+    local stored = tonumber(redis.call('GET', FLOOR) or '')
+    local now = length_cutoff(EXPIRED_AT)
+    if now and (not stored or now > stored) then
+      redis.call('SET', FLOOR, score(now))
+      stored = now
+    end
+    FLOOR_AT = stored or false
+  end
+  return FLOOR_AT
+end
+
+-- For reads: the floor, or higher where NOW is not settled. Messages whose
+-- claim ended but was not settled yet are free too, and expired ones not
+-- purged yet are still in FREE: each could be newer than a free message,
+-- and counting them all as newer errs towards hiding, never towards
+-- showing what is not kept. (Reading scripts settle and purge a batch
+-- first, so there are rarely any.)
 local function hide_below()
   if HIDE_BELOW == nil then
-    HIDE_BELOW = length_cutoff(
-      -redis.call('ZCOUNT', CLAIMED, '-inf', NOW))
+    local floor = length_floor()
+    local unsettled = RET_LENGTH > 0
+      and redis.call('ZCOUNT', CLAIMED, '-inf', NOW) or 0
+    local now = floor
+    if unsettled > 0 or (EXPIRED_AT or 0) > 0 then
+      now = length_cutoff(-unsettled)
+    end
+    if floor and now then
+      HIDE_BELOW = math.max(floor, now)
+    else
+      HIDE_BELOW = floor or now
+    end
   end
   return HIDE_BELOW
 end
@@ -278,11 +314,9 @@ local function settle_for_retention()
   end
 end
 
--- For removal: expired messages not purged yet are still in FREE; counting
--- them all as newer live ones would remove too much, so the cutoff moves
--- down by their number (errs towards keeping).
+-- For removal: the floor (see above).
 local function remove_below()
-  return length_cutoff(redis.call('ZCOUNT', EXPIRY, '-inf', NOW))
+  return length_floor()
 end
 
 local function too_old(created)

@@ -7,7 +7,7 @@
 -- ARGV[3] retention time (ms, 0: none)  ARGV[4] retention length (0: none)
 -- Retention: up to BATCH messages it no longer keeps are removed first;
 -- total and free then count only what it keeps (claimed messages, and of
--- the free ones the newest `length` not past `time`). Delayed counts and
+-- the free ones those from where kept ones start). Delayed counts and
 -- group counts are exact once no message retention hides is left, which
 -- the removal above and the cleanup daemon see to; until then delayed is
 -- capped by the free messages kept.
@@ -20,11 +20,11 @@ trim(BATCH)
 local after = '(' .. NOW
 local total = redis.call('ZCOUNT', EXPIRY, after, '+inf')
 local claimed = redis.call('ZCOUNT', CLAIMED, after, '+inf')
-if retention_on() then
-  -- Live free messages (those whose claim ended count as free), less the
-  -- ones past `time` (the oldest), at most `length` of them.
-  local free = total - claimed - select(2, time_cutoff())
-  if RET_LENGTH > 0 then free = math.min(free, RET_LENGTH) end
+local from = visible_from()
+if from then
+  -- Of the live free messages, those from where kept ones start.
+  local free = math.min(total - claimed,
+                        redis.call('ZCOUNT', FREE, score(from), '+inf'))
   total = claimed + math.max(free, 0)
 end
 -- An expired delayed message (ttl < delay) not yet purged is in neither.
