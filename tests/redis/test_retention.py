@@ -244,14 +244,27 @@ def test_cleanup_removes_a_backlog_in_bounded_counted_batches(
     assert bodies(listed(driver, 'q', project)) == list(range(1000, 1010))
 
 
-def test_a_claim_removes_at_most_its_limit(driver, raw, project):
+def test_a_claim_on_a_grouped_queue_removes_at_most_its_limit(
+        driver, raw, project):
+    kept_queue(driver, project, length=10, grouped=True)
+    for start in range(0, 1000, 100):
+        post(driver, 'q', project, *[{'g': n} for n in range(start,
+                                                            start + 100)])
+    (_, got), deletes = counted(
+        raw, lambda: claim(driver, 'q', project, limit=5), 'del')
+    assert [m['body']['g'] for m in got] == list(range(990, 995))
+    assert deletes <= 5
+    assert int(raw.get(key(project, 'removed'))) == 5
+
+
+def test_a_claim_on_an_ungrouped_queue_leaves_removal_to_cleanup(
+        driver, raw, project):
     kept_queue(driver, project, length=10)
     post_many(driver, project, 1000)
     (_, got), deletes = counted(
         raw, lambda: claim(driver, 'q', project, limit=5), 'del')
     assert bodies(got) == list(range(990, 995))
-    assert deletes <= 5
-    assert int(raw.get(key(project, 'removed'))) == 5
+    assert deletes == 0 and raw.get(key(project, 'removed')) is None
 
 
 def test_gc_cleans_every_queue(driver, project):

@@ -19,11 +19,11 @@
 -- consumed) and looks at no more than twice `limit` claimable ids,
 -- dropping the expired ones among them; gc removes the other expired
 -- messages.
--- Retention: it first removes up to `limit` of the oldest messages that
--- retention no longer keeps (so a group whose head is no longer kept moves
--- on), then hands out only from the position where kept messages start,
--- so a backlog that retention hides costs it nothing; the cleanup daemon
--- removes the rest of such a backlog.
+-- Retention: it hands out only from the position where kept messages
+-- start, so a backlog that retention hides costs it nothing (the cleanup
+-- daemon removes it). On a queue with groups it first removes up to
+-- `limit` of the oldest messages retention no longer keeps, so that a
+-- group whose head is no longer kept moves on to its next member.
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -36,7 +36,7 @@ if kept then return cmsgpack.unpack(kept) end
 
 refresh(2 * limit)
 use_retention(ARGV[14], ARGV[15])
-trim(limit)
+if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
 local from = visible_from()
 
 local claim_expires = NOW + ttl * 1000
