@@ -66,9 +66,9 @@ message beyond ``length`` does not come back when newer ones leave before
 it was removed), and as positions and created times grow
 together, the messages past ``time`` are the oldest members of ``free``
 (found by bisection). Reads leave out what retention does not keep;
-claims, stats, group listings and the cleanup script (``clean``, run by
-``gc``) remove it, oldest first and a bounded batch per call, each removal
-counted once in ``removed`` in the same script.
+claims on grouped queues, stats, group listings and the cleanup script
+(``clean``, run by ``gc``) remove it, oldest first and a bounded batch per
+call, each removal counted once in ``removed`` in the same script.
 
 Message hash fields:
 

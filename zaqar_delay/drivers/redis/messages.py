@@ -120,6 +120,10 @@ class MessageController(controller.MessageController):
         return stats
 
     def _clean(self, queue, project, retention, batch):
+        if not retention.active:
+            # Nothing to remove by retention: no store call at all, so gc
+            # costs queues without retention nothing more.
+            return 0, False
         removed, more = self._run('clean', queue, project,
                                   *retention_args(retention), batch,
                                   self.driver.deleted_id_memory_ms)
