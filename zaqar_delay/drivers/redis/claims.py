@@ -3,6 +3,7 @@
 import uuid
 
 from zaqar_delay import controller
+from zaqar_delay.drivers.redis import messages
 from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
 
@@ -28,7 +29,8 @@ class ClaimController(controller.ClaimController):
             policy.max_claim_count, policy.dead_letter_queue or '',
             policy.redelivery_delay, mode,
             '' if policy.dead_letter_ttl is None else policy.dead_letter_ttl,
-            self.driver.retry_span_ms, self.driver.deleted_id_memory_ms)
+            self.driver.retry_span_ms, self.driver.deleted_id_memory_ms,
+            *messages.retention_args(policy.retention))
         outbox.transfer(self.driver, queue, project,
                         [wire.text(mid) for mid in dead])
         return claim_id, wire.messages(now, flat)

@@ -144,19 +144,27 @@ class DataDriver(base.DataDriver):
 
     def gc(self):
         """Settle every known queue: expired claims, due and expired
-        messages, unfinished dead-letter moves. Safe on several hosts at
-        once: each step is an atomic script."""
+        messages, unfinished dead-letter moves; then remove what retention
+        no longer keeps (clean_queue). Safe on several hosts at once: each
+        step is an atomic script. Returns the pass's GcPass."""
         tags = self.guarded(lambda: list(
             self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
-        dropped = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
-        LOG.debug('gc dropped %d expired messages', dropped)
-        return dropped
+        done = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
+        LOG.debug('gc removed %d expired messages and %d by retention',
+                  done.expired, done.retention)
+        return done
 
     def _gc_one(self, tag):
         project, queue = _untag(tag)
-        return ('queue {!r} of project {!r}'.format(queue, project),
-                functools.partial(self.message_controller.gc, queue, project,
-                                  GC_BATCH, GC_OUTBOX_AGE_MS))
+
+        def settle():
+            # The expired count; clean_queue adds its removals to the pass.
+            dropped = self.message_controller.gc(queue, project, GC_BATCH,
+                                                 GC_OUTBOX_AGE_MS)
+            self.clean_queue(queue, project)
+            return dropped
+
+        return 'queue {!r} of project {!r}'.format(queue, project), settle
 
 
 def _untag(tag):

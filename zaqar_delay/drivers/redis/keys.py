@@ -22,9 +22,16 @@ key                type    holds
 ``Q:outbox``       zset    ids on their way to another queue (dead letters,
                            moved groups), scored by position
 ``Q:groups``       zset    group ids with live messages (all score 0: lex)
-``Q:deleted``      zset    ids consumers deleted lately, scored by deletion
-                           time (ms); kept ``deleted_id_memory`` seconds so
-                           a retried post or outbox copy skips them
+``Q:deleted``      zset    ids consumers deleted (or retention removed)
+                           lately, scored by deletion time (ms); kept
+                           ``deleted_id_memory`` seconds so a retried post
+                           or outbox copy skips them
+``Q:free``         zset    every live id not under a claim (delayed and
+                           blocked group members included), by position:
+                           retention's ``length`` counts these
+``Q:removed``      string  messages retention has removed from the queue
+``Q:floor``        string  highest length cutoff found: free messages below
+                           this position are beyond ``length`` for good
 ``Q:r:<claim>``    string  a claim's or pop's result (MessagePack), kept
                            for the retry span so a retry returns it again
 ``Q:g:<group>``    zset    a group's live message ids, by position
@@ -51,6 +58,17 @@ cannot reach another key type or, behind the closed hash tag, another slot.
 Message hashes carry no Redis expiry: a message must leave its group's
 index when it goes, which only a script can do. Expired messages are
 removed by every script that touches the queue and by ``gc``.
+
+Retention (``zaqar_delay/retention.py``) needs no walk either: the
+``length``-th newest member of ``free`` is the position below which free
+messages are no longer kept (and ``floor`` remembers it, so that a
+message beyond ``length`` does not come back when newer ones leave before
+it was removed), and as positions and created times grow
+together, the messages past ``time`` are the oldest members of ``free``
+(found by bisection). Reads leave out what retention does not keep;
+claims on grouped queues, stats, group listings and the cleanup script
+(``clean``, run by ``gc``) remove it, oldest first and a bounded batch per
+call, each removal counted once in ``removed`` in the same script.
 
 Message hash fields:
 
@@ -86,7 +104,8 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 
 # Order of KEYS[] in every queue script (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
-                      'claims', 'outbox', 'groups', 'deleted')
+                      'claims', 'outbox', 'groups', 'deleted', 'free',
+                      'removed', 'floor')
 
 
 def queue_tag(queue, project):

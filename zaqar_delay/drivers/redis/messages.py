@@ -52,7 +52,8 @@ class MessageController(controller.MessageController):
             now, last, flat, resume = self._run(
                 'list', queue, project, '' if after is None else after,
                 limit - len(page), int(include_claimed),
-                int(include_delayed), int(echo), client_uuid or '')
+                int(include_delayed), int(echo), client_uuid or '',
+                *retention_args(retention))
             page += wire.messages(now, flat)
             if last:
                 next_marker = int(last)
@@ -61,14 +62,16 @@ class MessageController(controller.MessageController):
             after = int(resume)
 
     def _first(self, queue, project, sort, retention):
-        now, flat = self._run('first', queue, project, sort)
+        now, flat = self._run('first', queue, project, sort,
+                              *retention_args(retention))
         found = wire.messages(now, flat, include_created=True)
         return found[0] if found else None
 
     def _get_many(self, queue, project, message_ids, retention):
         if not message_ids:
             return []
-        now, flat = self._run('get', queue, project, *message_ids)
+        now, flat = self._run('get', queue, project,
+                              *retention_args(retention), *message_ids)
         return wire.messages(now, flat)
 
     def _delete(self, queue, project, message_id, claim_id):
@@ -105,21 +108,30 @@ class MessageController(controller.MessageController):
 
     def _stats(self, queue, project, retention):
         (now, total, claimed, delayed, oldest, newest, groups,
-         groups_in_flight) = self._run('stats', queue, project)
+         groups_in_flight, removed) = self._run(
+             'stats', queue, project, *retention_args(retention))
         stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
                  'free': total - claimed - delayed, 'groups': groups,
                  'groups_in_flight': groups_in_flight}
         if oldest:
             stats['oldest'] = _stat_entry(now, oldest)
             stats['newest'] = _stat_entry(now, newest)
-        stats['removed_by_retention'] = 0  # issue 10: placeholder
+        stats['removed_by_retention'] = removed
         return stats
 
-
     def _clean(self, queue, project, retention, batch):
-        raise NotImplementedError('issue 10: retention cleanup')
+        if not retention.active:
+            # Nothing to remove by retention: no store call at all, so gc
+            # costs queues without retention nothing more.
+            return 0, False
+        removed, more = self._run('clean', queue, project,
+                                  *retention_args(retention), batch,
+                                  self.driver.deleted_id_memory_ms)
+        return removed, bool(more)
+
     def _groups(self, queue, project, marker, limit):
-        flat = self._run('groups', queue, project, marker or '', limit)
+        flat = self._run('groups', queue, project, marker or '', limit,
+                         *retention_args(self.retention_of(queue, project)))
         return [{'id': json.loads(flat[i]), 'depth': flat[i + 1],
                  'head': wire.text(flat[i + 2]),
                  'in_flight': bool(flat[i + 3])}
@@ -174,6 +186,14 @@ class MessageController(controller.MessageController):
                     'group_move', queue, project, group, '', 'continue'))
             if not more:
                 return total
+
+
+def retention_args(retention):
+    """The two ARGV values by which scripts learn a queue's retention
+    (time in ms and length, 0 for no limit; both 0 when inactive)."""
+    if retention is None:
+        return 0, 0
+    return retention.time_ms, retention.kept_length
 
 
 def _stat_entry(now, flat):

@@ -6,6 +6,10 @@
 -- KEYS[3] delayed zset id -> due (d)       KEYS[8] outbox  zset id -> pos
 -- KEYS[4] claimed zset id -> claim expiry  KEYS[9] groups  zset group -> 0
 -- KEYS[5] expiry  zset id -> expires     KEYS[10] deleted zset id -> when
+-- KEYS[11] free   zset id -> position (live messages not under a claim)
+-- KEYS[12] removed string: messages retention removed so far
+-- KEYS[13] floor  string: position below which free messages are beyond
+--          retention's length for good
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
 --         claimed ids Q:cm:<id>, group members Q:g:<group>, claimed group
 --         heads Q:gflight, group moves Q:moving and Q:movetargets)
@@ -25,6 +29,7 @@
 local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local GROUPS, DELETED = KEYS[9], KEYS[10]
+local FREE, REMOVED, FLOOR = KEYS[11], KEYS[12], KEYS[13]
 local Q = ARGV[1]
 -- Grouped ids under a claim, scored by claim expiry: the groups in flight
 -- are counted from it without walking every claimed id.
@@ -95,6 +100,7 @@ local function detach(id)
   local f = redis.call('HMGET', mkey(id), 'g', 'p')
   local group = f[1]
   redis.call('ZREM', MSGS, id)
+  redis.call('ZREM', FREE, id)
   redis.call('ZREM', AVAIL, id)
   if f[2] then redis.call('ZREM', DELAYED, delayed_member(id, f[2])) end
   redis.call('ZREM', DELAYED, id)  -- as filed by earlier versions
@@ -140,6 +146,7 @@ local function release_expired_claims(n)
     if f[1] then
       local due = tonumber(f[2]) + tonumber(f[3] or 0) * 1000
       redis.call('HSET', mkey(id), 'c', '', 'ce', 0, 'd', due)
+      redis.call('ZADD', FREE, f[1], id)
       place(id, due, tonumber(f[1]))
     end
   end
@@ -211,6 +218,194 @@ local function emit(out, id, m)
   out[n + 9] = m.checksum
 end
 
+-- Retention (zaqar_delay/retention.py). Scripts that apply it call
+-- use_retention(time ms, length) first; 0 (or nothing) means no limit.
+-- A message under a live claim is always kept; any other live message is
+-- kept while created + time > NOW and while fewer than `length` free
+-- messages (FREE: live, not under a claim, delayed ones included) are newer
+-- than it. Both are decided from indexes: the length-th newest member of
+-- FREE gives the position below which free messages are not kept, and,
+-- since positions and created times grow together in a queue, the oldest
+-- members of FREE are the ones past `time` (found by bisection, a fixed
+-- number of steps per doubling of the queue).
+local RET_TIME, RET_LENGTH = 0, 0
+local HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT
+
+local function use_retention(time_ms, length)
+  RET_TIME, RET_LENGTH = tonumber(time_ms) or 0, tonumber(length) or 0
+  HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT = nil, nil, nil, nil
+end
+
+-- A position as a score bound (math.huge: past every position).
+local function score(pos)
+  if pos == math.huge then return '+inf' end
+  return string.format('%d', pos)
+end
+
+local function retention_on()
+  return RET_TIME > 0 or RET_LENGTH > 0
+end
+
+-- The position of the free message `length` - 1 + `extra` places from
+-- the newest: free messages below it are beyond `length`. false when
+-- FREE is not that long (length keeps every free message); math.huge
+-- when even the newest is beyond it.
+local function length_cutoff(extra)
+  if RET_LENGTH == 0 then return false end
+  local rank = RET_LENGTH - 1 + extra
+  if rank < 0 then return math.huge end
+  local at = redis.call('ZREVRANGE', FREE, rank, rank, 'WITHSCORES')
+  return at[1] and tonumber(at[2]) or false
+end
+
+-- Beyond length is for good: a free message with `length` live free
+-- messages newer than it is not kept, even if those leave later (claimed,
+-- deleted, expired) before it was removed. FLOOR holds the highest such
+-- position found so far; each script that applies length raises it to the
+-- cutoff at NOW, counting expired messages not purged yet as if they were
+-- not there (so it never rises past a message that is still kept).
+-- Below it, free messages are gone for good, and may be removed.
+local function length_floor()
+  if RET_LENGTH == 0 then return false end
+  if FLOOR_AT == nil then
+    EXPIRED_AT = redis.call('ZCOUNT', EXPIRY, '-inf', NOW)
+    local stored = tonumber(redis.call('GET', FLOOR) or '')
+    local now = length_cutoff(EXPIRED_AT)
+    if now and (not stored or now > stored) then
+      redis.call('SET', FLOOR, score(now))
+      stored = now
+    end
+    FLOOR_AT = stored or false
+  end
+  return FLOOR_AT
+end
+
+-- For reads: the floor, or higher where NOW is not settled. Messages whose
+-- claim ended but was not settled yet are free too, and expired ones not
+-- purged yet are still in FREE: each could be newer than a free message,
+-- and counting them all as newer errs towards hiding, never towards
+-- showing what is not kept. (Reading scripts settle and purge a batch
+-- first, so there are rarely any.)
+local function hide_below()
+  if HIDE_BELOW == nil then
+    local floor = length_floor()
+    local unsettled = RET_LENGTH > 0
+      and redis.call('ZCOUNT', CLAIMED, '-inf', NOW) or 0
+    local now = floor
+    if unsettled > 0 or (EXPIRED_AT or 0) > 0 then
+      now = length_cutoff(-unsettled)
+    end
+    if floor and now then
+      HIDE_BELOW = math.max(floor, now)
+    else
+      HIDE_BELOW = floor or now
+    end
+  end
+  return HIDE_BELOW
+end
+
+-- Reads under retention first settle a batch of ended claims and expired
+-- messages, so that both cutoffs are exact unless a backlog of them
+-- exceeds that batch.
+local function settle_for_retention()
+  if retention_on() then
+    refresh(BATCH)
+    purge_expired(BATCH)
+  end
+end
+
+-- For removal: the floor (see above).
+local function remove_below()
+  return length_floor()
+end
+
+local function too_old(created)
+  return RET_TIME > 0 and tonumber(created) + RET_TIME <= NOW
+end
+
+-- (position of the oldest free message kept by time or false when every
+-- one is, number of free messages before it).
+local function time_cutoff()
+  if TIME_FROM ~= nil then return TIME_FROM[1], TIME_FROM[2] end
+  local function old(rank)
+    local at = redis.call('ZRANGE', FREE, rank, rank, 'WITHSCORES')
+    return too_old(redis.call('HGET', mkey(at[1]), 'cr') or 0), at[2]
+  end
+  local n = RET_TIME > 0 and redis.call('ZCARD', FREE) or 0
+  if n == 0 or not old(0) then
+    TIME_FROM = {false, 0}
+  else
+    local lo, hi = 0, n  -- old(lo); hi is n or not old(hi)
+    while hi - lo > 1 do
+      local mid = math.floor((lo + hi) / 2)
+      if old(mid) then lo = mid else hi = mid end
+    end
+    local pos = math.huge
+    if hi < n then pos = tonumber(select(2, old(hi))) end
+    TIME_FROM = {pos, hi}
+  end
+  return TIME_FROM[1], TIME_FROM[2]
+end
+
+-- The position from which free messages may be visible, or false when
+-- retention hides none: below it, every free message is not kept.
+local function visible_from()
+  if not retention_on() then return false end
+  local by_length, by_time = hide_below(), time_cutoff()
+  if by_length and by_time then return math.max(by_length, by_time) end
+  return by_length or by_time
+end
+
+-- Whether retention keeps message `m` (as read() returns it).
+local function kept(m)
+  if m.claim ~= '' or not retention_on() then return true end
+  if too_old(m.created) then return false end
+  local below = hide_below()
+  return not below or tonumber(m.pos) >= below
+end
+
+-- Remove one message retention no longer keeps: like a deletion (its id
+-- is remembered, so a retried post cannot bring it back), and counted.
+local function retire(id)
+  drop(id)
+  bury(id)
+  redis.call('INCR', REMOVED)
+end
+
+-- Remove up to n free messages that retention no longer keeps, oldest
+-- first (expired ones met on the way are dropped, not counted: TTL, not
+-- retention, removed them). Claimed messages are not in FREE, so none is
+-- ever removed here; each removal is atomic with its count, so two
+-- cleaners never remove or count one message twice. Returns (removed by
+-- retention, true when n messages were looked at: there may be more).
+-- The oldest are read in growing chunks (each one removed leaves the next
+-- at the head), so a step that finds nothing to remove reads one message.
+local function trim(n)
+  if not retention_on() or n <= 0 then return 0, false end
+  local below = remove_below()
+  local removed, met, chunk = 0, 0, 1
+  while met < n do
+    local ids = redis.call('ZRANGE', FREE, 0, math.min(chunk, n - met) - 1,
+                           'WITHSCORES')
+    if #ids == 0 then break end
+    for i = 1, #ids, 2 do
+      local id = ids[i]
+      local f = redis.call('HMGET', mkey(id), 'cr', 'e')
+      if not f[2] or tonumber(f[2]) <= NOW then
+        drop(id)
+      elseif (below and tonumber(ids[i + 1]) < below) or too_old(f[1]) then
+        retire(id)
+        removed = removed + 1
+      else
+        return removed, false
+      end
+      met = met + 1
+    end
+    chunk = chunk * 2
+  end
+  return removed, met == n
+end
+
 -- Keep a claimed message alive until `keep_until` (ms); like Zaqar's
 -- drivers, its visible ttl grows to the claim's ttl + grace when that is
 -- longer than its own.
@@ -226,12 +421,13 @@ local function keep_alive(id, m, keep_until, claim_lifetime)
   m.expires = keep_until
 end
 
--- The oldest (sort 1) or newest (-1) live message, claimed or not; only
--- due ones when due_only. At most BATCH ids are read: past them (a crowd
--- of expired messages not yet purged, or of delayed ones), the answer
--- comes from an index instead, a live message near that end: the first
--- or last claimable one when due_only, else the one that expires soonest
--- (oldest) or last (newest).
+-- The oldest (sort 1) or newest (-1) live message that retention keeps,
+-- claimed or not; only due ones when due_only. At most BATCH ids are read:
+-- past them (a crowd of expired messages not yet purged, of delayed ones,
+-- or of ones retention no longer keeps), the answer comes from an index
+-- instead, a live message near that end: the first or last claimable one
+-- when due_only, else the one that expires soonest (oldest) or last
+-- (newest), or with retention the oldest free one it may keep.
 local function first_live(sort, due_only)
   local range = sort == 1 and 'ZRANGE' or 'ZREVRANGE'
   local start, step = 0, 50
@@ -240,12 +436,18 @@ local function first_live(sort, due_only)
     if #ids == 0 then return nil end
     for _, id in ipairs(ids) do
       local m = read(id)
-      if m and (m.due <= NOW or not due_only) then return id, m end
+      if m and (m.due <= NOW or not due_only) and kept(m) then
+        return id, m
+      end
     end
     start = start + step
   end
   local near
-  if due_only then
+  local from = sort == 1 and visible_from()
+  if from then
+    near = redis.call('ZRANGEBYSCORE', due_only and AVAIL or FREE,
+                      score(from), '+inf', 'LIMIT', 0, 1)
+  elseif due_only then
     near = redis.call(range, AVAIL, 0, 0)
   elseif sort == 1 then
     near = redis.call('ZRANGEBYSCORE', EXPIRY, '(' .. NOW, '+inf',
@@ -255,7 +457,7 @@ local function first_live(sort, due_only)
   end
   if near[1] then
     local m = read(near[1])
-    if m then return near[1], m end
+    if m and kept(m) then return near[1], m end
   end
   return nil
 end

@@ -9,6 +9,7 @@
 --          Q:r:<claim id>, so that a retry of this call (same claim id,
 --          after a lost reply) returns the same batch instead of another
 -- ARGV[13] deleted-id memory (ms): popped ids are remembered this long
+-- ARGV[14] retention time (ms, 0: none)  ARGV[15] retention length (0: none)
 -- A message already claimed max-claim-count times is not handed out: it
 -- goes to the outbox for the caller to copy into the dead-letter queue, or
 -- is dropped without one; either way its group's next member is unblocked.
@@ -18,6 +19,11 @@
 -- consumed) and looks at no more than twice `limit` claimable ids,
 -- dropping the expired ones among them; gc removes the other expired
 -- messages.
+-- Retention: it hands out only from the position where kept messages
+-- start, so a backlog that retention hides costs it nothing (the cleanup
+-- daemon removes it). On a queue with groups it first removes up to
+-- `limit` of the oldest messages retention no longer keeps, so that a
+-- group whose head is no longer kept moves on to its next member.
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -29,6 +35,9 @@ local kept = redis.call('GET', result_key)
 if kept then return cmsgpack.unpack(kept) end
 
 refresh(2 * limit)
+use_retention(ARGV[14], ARGV[15])
+if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
+local from = visible_from()
 
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
@@ -40,12 +49,23 @@ local budget = 2 * limit
 
 while count < limit and budget > 0 do
   budget = budget - 1
-  local popped = redis.call('ZPOPMIN', AVAIL)
+  local popped
+  if from then
+    popped = redis.call('ZRANGEBYSCORE', AVAIL, score(from), '+inf',
+                        'WITHSCORES', 'LIMIT', 0, 1)
+    if popped[1] then redis.call('ZREM', AVAIL, popped[1]) end
+  else
+    popped = redis.call('ZPOPMIN', AVAIL)
+  end
   if #popped == 0 then break end
   local id = popped[1]
   local m = read(id)
   if not m then
     drop(id)
+  elseif too_old(m.created) then
+    -- Kept by length (at or after `from`), but past `time`: only possible
+    -- if the clock went back between posts; it is gone all the same.
+    retire(id)
   elseif popped_groups[m.group] then
     set_aside[#set_aside + 1] = {popped[2], id}
   elseif max_claims > 0 and tonumber(m.cc) >= max_claims then
@@ -71,6 +91,7 @@ while count < limit and budget > 0 do
                  'rd', redelivery)
       keep_alive(id, m, keep_until, ttl + grace)
       redis.call('ZADD', CLAIMED, claim_expires, id)
+      redis.call('ZREM', FREE, id)
       redis.call('ZADD', cmkey(cid), m.pos, id)
       emit(out, id, m)
     end

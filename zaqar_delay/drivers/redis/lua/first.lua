@@ -1,5 +1,8 @@
--- The oldest (ARGV[3] = "1") or newest ("-1") due message.
+-- The oldest (ARGV[3] = "1") or newest ("-1") due message that retention
+-- keeps. ARGV[4] retention time (ms, 0: none), ARGV[5] length (0: none).
 -- Returns {NOW, {message wire fields}} (empty list if there is none).
+use_retention(ARGV[4], ARGV[5])
+settle_for_retention()
 local out = {}
 local id, m = first_live(tonumber(ARGV[3]), true)
 if id then emit(out, id, m) end

@@ -1,10 +1,16 @@
 -- One page of a queue's groups, in group-id order, after a bounded settle
--- (depths count members that expired but wait for purging).
+-- (depths count members that expired but wait for purging) and the
+-- removal of up to BATCH messages retention no longer keeps (beyond that,
+-- depths and heads count members it hides until the cleanup daemon has
+-- removed them).
 -- ARGV[3] marker (the last group id of the previous page, '' from start)
 -- ARGV[4] limit
+-- ARGV[5] retention time (ms, 0: none)  ARGV[6] retention length (0: none)
 -- Returns {group, depth, head id, head live claim id or '', ...}.
+use_retention(ARGV[5], ARGV[6])
 refresh(BATCH)
 purge_expired(BATCH)
+trim(BATCH)
 local from = '-'
 if ARGV[3] ~= '' then from = '(' .. ARGV[3] end
 local out = {}

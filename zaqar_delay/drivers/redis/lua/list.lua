@@ -2,6 +2,11 @@
 -- ARGV[3] marker position ('' from the start)  ARGV[6] include delayed 1/0
 -- ARGV[4] limit                                ARGV[7] echo 1/0
 -- ARGV[5] include claimed 1/0                  ARGV[8] client UUID
+-- ARGV[9] retention time (ms, 0: none)         ARGV[10] length (0: none)
+-- Messages retention no longer keeps are left out; without claimed
+-- messages wanted, the page starts where kept messages may start
+-- (everything free before that position is not kept), so a backlog that
+-- retention hides is not read.
 -- With neither claimed nor delayed messages wanted, no groups (whose
 -- blocked members are listed too but are not in avail) and nothing left
 -- to settle (due messages or ended claims beyond this call's settling
@@ -16,8 +21,10 @@
 local marker, limit = ARGV[3], tonumber(ARGV[4])
 local with_claimed, with_delayed = ARGV[5] == '1', ARGV[6] == '1'
 local echo, client = ARGV[7] == '1', ARGV[8]
+use_retention(ARGV[9], ARGV[10])
 
 local source = MSGS
+settle_for_retention()
 if not with_claimed and not with_delayed then
   local unsettled = refresh(math.max(2 * limit, 20))
   if not unsettled and redis.call('ZCARD', GROUPS) == 0 then
@@ -27,6 +34,10 @@ end
 
 local from = '-inf'
 if marker ~= '' then from = '(' .. marker end
+local kept_from = not with_claimed and visible_from()
+if kept_from and (marker == '' or tonumber(marker) < kept_from) then
+  from = score(kept_from)
+end
 local out, count, last, chunk = {}, 0, '', limit
 local scanned, resume = 0, ''
 
@@ -48,6 +59,7 @@ while count < limit do
       and (with_delayed or m.due <= NOW)
       and (with_claimed or m.claim == '')
       and (echo or m.client ~= client)
+      and kept(m)
     if wanted then
       emit(out, id, m)
       count = count + 1

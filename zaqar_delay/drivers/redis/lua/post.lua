@@ -23,6 +23,7 @@ for i = 4, #ARGV, 6 do
                'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
     if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'cs', ARGV[i + 5]) end
     redis.call('ZADD', MSGS, pos, id)
+    redis.call('ZADD', FREE, pos, id)
     redis.call('ZADD', EXPIRY, expires, id)
     if group == '' then
       place(id, due, pos)

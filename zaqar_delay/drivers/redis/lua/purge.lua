@@ -29,6 +29,7 @@ if #deleted > 0 then redis.call('ZREM', DELETED, unpack(deleted)) end
 local n = #ids + #outbox + #claims + #groups + #deleted
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
-             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS)
+             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
+             FLOOR)
 end
 return n
