@@ -74,6 +74,11 @@ EXAMPLES = [
     queries.ended_claims('q', 'p', NOW),
     queries.of_claims('q', 'p', ['c1', 'c2']),
     queries.by_ids('q', 'p', ['m1']),
+    queries.keepable('q', 'p', NOW),
+    queries.keepable('q', 'p', NOW, NOW - 1000),
+    queries.oldest_keepable('q', 'p'),
+    queries.too_old('q', 'p', NOW, NOW - 1000),
+    queries.beyond_length('q', 'p', NOW, NOW - 1000, 7),
 ]
 
 

@@ -118,18 +118,23 @@ class DataDriver(base.DataDriver):
     def gc(self):
         """Settle every queue that has messages: end lapsed claims, promote
         due messages, drop up to GC_BATCH expired messages each, finish
-        stale group moves and repair group heads (groups.repair, resuming
-        at the queue's cursor). Safe on several hosts at once: every step
-        is a conditional update."""
+        stale group moves, repair group heads (groups.repair, resuming at
+        the queue's cursor), then remove what retention no longer keeps
+        (clean_queue). Each queue is isolated (gc_each). Safe on several
+        hosts at once: every step is a conditional update."""
         dropped = self.gc_each(
             ('queue {!r} of project {!r}'.format(counter['q'], counter['p']),
-             functools.partial(self.message_controller.gc, counter['q'],
-                               counter['p'], GC_BATCH,
-                               counter.get(fields.GROUP_CURSOR)))
+             functools.partial(self._gc_queue, counter))
             for counter in self.counters.find(
                 {}, {'p': True, 'q': True, fields.GROUP_CURSOR: True}))
-        LOG.debug('gc dropped %d expired messages', dropped)
+        LOG.debug('gc dropped %d expired or unretained messages', dropped)
         return dropped
+
+    def _gc_queue(self, counter):
+        queue, project = counter['q'], counter['p']
+        dropped = self.message_controller.gc(
+            queue, project, GC_BATCH, counter.get(fields.GROUP_CURSOR))
+        return dropped + self.clean_queue(queue, project)
 
 
 def ensure_indexes(database):

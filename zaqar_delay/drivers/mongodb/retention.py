@@ -1,0 +1,185 @@
+"""Retention on MongoDB (SPEC §5): what a queue keeps, exactly, at "now".
+
+The rules are zaqar_delay/retention.py's; this module turns them into two
+conditions on stored fields, computed once per operation (a
+:class:`Window`):
+
+* kept by time: ``cr > now - time`` (``created_after``);
+* kept by length: ``k >= cutoff`` (``position_from``), where ``cutoff`` is
+  the position of the ``length``-th newest *keepable* message: live
+  (``e > now``), kept by time, in state ``r``, ``d`` or ``b``. Claimed
+  (``c``) and moving (``m``) messages are held: never judged, never
+  counted, until their claim ends (or their move is undone).
+
+Every read adds the window to its query (:meth:`Window.restrict`), so a
+message that is not kept is returned by no read even before it is
+removed; ``k >= cutoff`` is an index bound on ``{p, q, s, k}``, so
+claims and listings start at the cutoff instead of filtering past what
+fell out.
+
+Finding the cutoff: ``n`` (the queue's last position, from its counter)
+bounds every position, so while the oldest keepable message is within
+the last ``length`` positions nothing can exceed ``length`` (two index
+probes). Only past that does the driver walk the ``{p, q, s, k}`` index
+down from the newest keepable message, ``length`` entries at most; its
+cost is bounded by ``length``, never by what the queue holds beyond it.
+
+Removing (:func:`remove`): one bounded batch of keepable messages that
+are not kept (by time through ``zd_state_created``, by length through
+``zd_state_position``, oldest first), deleted with a filter that repeats
+the state, liveness and window conditions, so a message claimed, moved
+or expired in between is left alone and no message is deleted twice.
+The queue's counter document then gains exactly what this delete
+removed (``rm += deleted_count``): two cleaners never count one removal
+twice; a crash between the delete and the ``$inc`` (or a lost reply of
+the delete) leaves that batch uncounted, never double counted. Groups
+whose head went are advanced afterwards (a crash in between: gc's
+group repair, as for every other removal).
+"""
+
+import dataclasses
+
+from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import queries
+
+# Messages removed by a claim, pop, listing or first before it reads.
+READ_BATCH = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """What retention keeps of a queue at one instant."""
+
+    created_after: int = None      # kept by time: cr > created_after
+    position_from: int = None      # kept by length: k >= position_from
+
+    @property
+    def bounded(self):
+        return self.created_after is not None or (
+            self.position_from is not None)
+
+    def kept(self):
+        """The filter of the messages kept by time and length."""
+        query = {}
+        if self.created_after is not None:
+            query[f.CREATED] = {'$gt': self.created_after}
+        if self.position_from is not None:
+            query[f.POSITION] = {'$gte': self.position_from}
+        return query
+
+    def dropped(self):
+        """The filter of the messages time or length no longer keeps
+        (held ones excepted: the caller adds the state condition)."""
+        either = []
+        if self.created_after is not None:
+            either.append({f.CREATED: {'$lte': self.created_after}})
+        if self.position_from is not None:
+            either.append({f.POSITION: {'$lt': self.position_from}})
+        return either[0] if len(either) == 1 else {'$or': either}
+
+    def restrict(self, query, held=False):
+        """Narrow a read's ``query`` to what is kept. ``held``: the query
+        may match claimed messages, which are kept whatever their age or
+        position. Returns ``query``."""
+        if not self.bounded:
+            return query
+        kept = self.kept()
+        if held:
+            query.setdefault('$and', []).append(
+                {'$or': [{f.STATE: f.CLAIMED}, kept]})
+            return query
+        for field, condition in kept.items():
+            if isinstance(query.get(field), dict):
+                query[field] = dict(query[field], **condition)
+            else:
+                query[field] = condition
+        return query
+
+
+EVERYTHING = Window()
+
+
+def window(driver, queue, project, retention, now):
+    """The :class:`Window` of ``queue`` at ``now`` under ``retention``."""
+    if not retention.active:
+        return EVERYTHING
+    created_after = now - retention.time_ms if retention.time_ms else None
+    position_from = None
+    if retention.kept_length:
+        position_from = _cutoff(driver, queue, project,
+                                retention.kept_length, created_after, now)
+    return Window(created_after, position_from)
+
+
+def _cutoff(driver, queue, project, length, created_after, now):
+    """The lowest position kept by length, or None when every keepable
+    message is kept (at most ``length`` of them)."""
+    counter = driver.counters.find_one(f.queue_filter(queue, project),
+                                       {'n': True})
+    if counter is None:
+        return None
+    probe = queries.oldest_keepable(queue, project)
+    oldest = driver.messages.find(probe.filter, {f.POSITION: True},
+                                  probe.sort, 1, probe.index)
+    # Positions are never above n: at most n - k + 1 messages from k on.
+    if not oldest or oldest[0][f.POSITION] > counter['n'] - length:
+        return None
+    walk = queries.keepable(queue, project, now, created_after)
+    found = driver.messages.find(walk.filter, {f.POSITION: True},
+                                 walk.sort, 1, walk.index, skip=length - 1)
+    return found[0][f.POSITION] if found else None
+
+
+def remove(driver, queue, project, window_, now, batch):
+    """Remove up to ``batch`` messages ``window_`` no longer keeps;
+    returns (removed, more): ``more`` when a batch came back full."""
+    if not window_.bounded:
+        return 0, False
+    found = []
+    if window_.created_after is not None:
+        old = queries.too_old(queue, project, now, window_.created_after)
+        found = driver.messages.find(old.filter, {f.GROUP: True}, old.sort,
+                                     batch, old.index)
+    if window_.position_from is not None and len(found) < batch:
+        out = queries.beyond_length(queue, project, now,
+                                    window_.created_after,
+                                    window_.position_from)
+        found += driver.messages.find(out.filter, {f.GROUP: True},
+                                      out.sort, batch - len(found),
+                                      out.index)
+    if not found:
+        return 0, False
+    # The filter repeats state, liveness and window: a message claimed,
+    # moved or expired since it was found stays, and one another cleaner
+    # deleted is not counted here.
+    doomed = dict(queries.keepable(queue, project, now).filter,
+                  _id={'$in': [doc['_id'] for doc in found]})
+    doomed.update(window_.dropped())
+    removed = driver.messages.delete_many(doomed).deleted_count
+    if removed:
+        driver.counters.update_one(f.queue_filter(queue, project),
+                                   {'$inc': {f.REMOVED: removed}})
+    # Deleted first, advanced after: a crash in between leaves groups
+    # without a head, which gc's groups.repair finds.
+    groups.advance_all(driver, queue, project, groups.groups_of(found),
+                       now)
+    return removed, len(found) == batch
+
+
+def settle(driver, queue, project, retention, now, batch=READ_BATCH):
+    """A read's retention step: the window, after removing one batch of
+    what it no longer keeps (None: all of it, in batches)."""
+    window_ = window(driver, queue, project, retention, now)
+    while True:
+        _, more = remove(driver, queue, project, window_, now,
+                         batch or READ_BATCH)
+        if batch is not None or not more:
+            return window_
+
+
+def removed(driver, queue, project):
+    """How many messages retention has removed from the queue."""
+    counter = driver.counters.find_one(f.queue_filter(queue, project),
+                                       {f.REMOVED: True})
+    return (counter or {}).get(f.REMOVED, 0)
