@@ -89,6 +89,42 @@ def consume_grouped(driver, queue, project, idle_rounds=5):
     return out
 
 
+def consume_checked(driver, queue, project, idle_rounds=5):
+    """Claim, check each message is still there while claimed, then
+    acknowledge it. Returns (message id, still there) per message."""
+    from zaqar.storage import errors as storage_errors
+    out, idle = [], 0
+    while idle < idle_rounds:
+        claim_id, messages = driver.claim_controller.create(
+            queue, {'ttl': 300, 'grace': 0}, project=project, limit=3)
+        messages = list(messages)
+        if not messages:
+            idle += 1
+            time.sleep(0.002)
+            continue
+        idle = 0
+        for message in messages:
+            try:
+                driver.message_controller.get(queue, message['id'],
+                                              project=project)
+                there = True
+            except storage_errors.MessageDoesNotExist:
+                there = False
+            out.append((message['id'], there))
+            driver.message_controller.delete(
+                queue, message['id'], project=project, claim=claim_id)
+    return out
+
+
+def clean_rounds(driver, queue, project, rounds, batch=7):
+    """Run ``rounds`` retention cleanups; how many this cleaner removed."""
+    removed = 0
+    for _ in range(rounds):
+        removed += driver.message_controller.clean(queue, project, batch)[0]
+        time.sleep(0.001)
+    return removed
+
+
 def move_when_free(driver, queue, project, group, target, tries=2000):
     """Move ``group`` to ``target`` once its head is not claimed; the
     number moved (None if it never got the chance)."""
