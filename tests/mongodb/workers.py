@@ -34,17 +34,27 @@ def produce(driver, queue, project, count):
 
 def consume(driver, queue, project, idle_rounds=3):
     """Claim until the queue stays empty; return (message id, claim id)."""
-    got, idle = [], 0
+    return claim_until_idle(driver, queue, project, idle_rounds,
+                            lambda claim_id, message: (message['id'],
+                                                       claim_id))
+
+
+def claim_until_idle(driver, queue, project, idle_rounds, handle,
+                     pause=0.0):
+    """Claim 3 at a time until ``idle_rounds`` claims in a row get
+    nothing; ``handle(claim id, message)`` for each message got."""
+    out, idle = [], 0
     while idle < idle_rounds:
         claim_id, messages = driver.claim_controller.create(
             queue, {'ttl': 300, 'grace': 0}, project=project, limit=3)
         messages = list(messages)
         if not messages:
             idle += 1
+            time.sleep(pause)
             continue
         idle = 0
-        got += [(message['id'], claim_id) for message in messages]
-    return got
+        out += [handle(claim_id, message) for message in messages]
+    return out
 
 
 def produce_grouped(driver, queue, project, groups, per_group):
@@ -93,27 +103,20 @@ def consume_checked(driver, queue, project, idle_rounds=5):
     """Claim, check each message is still there while claimed, then
     acknowledge it. Returns (message id, still there) per message."""
     from zaqar.storage import errors as storage_errors
-    out, idle = [], 0
-    while idle < idle_rounds:
-        claim_id, messages = driver.claim_controller.create(
-            queue, {'ttl': 300, 'grace': 0}, project=project, limit=3)
-        messages = list(messages)
-        if not messages:
-            idle += 1
-            time.sleep(0.002)
-            continue
-        idle = 0
-        for message in messages:
-            try:
-                driver.message_controller.get(queue, message['id'],
-                                              project=project)
-                there = True
-            except storage_errors.MessageDoesNotExist:
-                there = False
-            out.append((message['id'], there))
-            driver.message_controller.delete(
-                queue, message['id'], project=project, claim=claim_id)
-    return out
+
+    def check_and_ack(claim_id, message):
+        try:
+            driver.message_controller.get(queue, message['id'],
+                                          project=project)
+            there = True
+        except storage_errors.MessageDoesNotExist:
+            there = False
+        driver.message_controller.delete(queue, message['id'],
+                                         project=project, claim=claim_id)
+        return message['id'], there
+
+    return claim_until_idle(driver, queue, project, idle_rounds,
+                            check_and_ack, pause=0.002)
 
 
 def clean_rounds(driver, queue, project, rounds, batch=7):
