@@ -61,6 +61,23 @@ def test_removals_are_counted_in_the_queue_counter(driver, project,
         queue, project)['retention']['removed'] == 3
 
 
+def test_beyond_length_is_for_good_whoever_meets_it(driver, project,
+                                                    make_queue,
+                                                    monkeypatch):
+    # No read removes anything: only the counter's floor (lf) keeps
+    # 'a' out once the newer messages that pushed it out are gone.
+    monkeypatch.setattr(kept_by, 'remove',
+                        lambda *args, **kwargs: (0, False))
+    queue = retained(make_queue, length=2)
+    ids = post(driver, queue, project, 'a', 'b', 'c')
+    assert bodies(listed(driver, queue, project)) == ['b', 'c']
+    assert counter(driver, queue, project)[fields.LENGTH_FLOOR] == 2
+    driver.message_controller.bulk_delete(queue, ids[1:], project=project)
+    assert listed(driver, queue, project) == []
+    assert claim(driver, queue, project)[1] == []
+    assert len(stored(driver, queue, project)) == 1
+
+
 def test_the_time_removal_has_its_index(driver):
     driver.message_controller
     names = set(driver.messages.raw.index_information())

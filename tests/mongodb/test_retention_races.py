@@ -11,6 +11,8 @@ import pytest
 from tests.contract.helpers import bodies, claim, listed, post
 from tests.mongodb import workers
 from tests.mongodb.test_races import before_call
+from zaqar_delay import retention
+from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields
 
 
@@ -47,25 +49,32 @@ def test_two_cleaners_never_count_a_removal_twice(driver, project,
 
 def test_a_message_claimed_before_the_delete_is_not_removed(
         driver, project, make_queue, monkeypatch):
-    """The cleaner judged 'a' out; before it deletes, 'b' is acknowledged,
-    so 'a' is among the newest two again, and a consumer claims it."""
+    """The cleaner judged 'a' out; before it deletes, a claim whose view
+    predates that (here: a policy read before the queue had retention)
+    takes 'a'. The delete leaves the claimed message; once the claim
+    ends, 'a' is gone for good."""
     queue = make_queue({'_retention': {'length': 2}})
-    ids = post(driver, queue, project, 'a', 'b', 'c')
+    post(driver, queue, project, 'a', 'b', 'c')
     taken = []
 
-    def b_acknowledged_and_a_claimed():
+    def an_earlier_claim_takes_a():
         monkeypatch.undo()
-        driver.message_controller.delete(queue, ids[1], project=project)
-        taken.extend(bodies(claim(driver, queue, project, limit=1)[1]))
+        policy = rules.QueuePolicy(retention=retention.NONE)
+        taken.append(driver.claim_controller.take(
+            queue, project, 1, policy, 'claim', ttl=60))
 
     fired = before_call(monkeypatch, driver.messages, 'delete_many',
-                        b_acknowledged_and_a_claimed,
-                        when=is_retention_delete)
+                        an_earlier_claim_takes_a, when=is_retention_delete)
     assert driver.message_controller.clean(queue, project, 10) == (0, False)
-    assert fired and taken == ['a']
+    claim_id, got = taken[0]
+    assert fired and bodies(got) == ['a']
     assert removed(driver, queue, project) == 0
     assert bodies(listed(driver, queue, project, include_claimed=True)
-                  ) == ['a', 'c']
+                  ) == ['a', 'b', 'c']
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    assert bodies(listed(driver, queue, project)) == ['b', 'c']
+    driver.message_controller.clean(queue, project, 10)
+    assert removed(driver, queue, project) == 1
 
 
 def test_an_expired_message_is_left_to_expiry_uncounted(

@@ -63,7 +63,8 @@ message's ``ce`` never exceeds its claim's ``e``.
 Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
 ``gr`` the last group id that gc's head repair checked (its cursor),
 ``rm`` how many messages retention has removed from the queue (the
-``removed`` of its stats; retention.py). One document per queue, also
+``removed`` of its stats), ``lf`` the highest length cutoff found so far
+(positions below it are beyond ``length`` for good; retention.py). One document per queue, also
 the registry of queues that ``gc()`` walks.
 
 Collection ``moves``: one document per group move in progress (see
@@ -102,6 +103,7 @@ REDELIVERY, GROUP, HEAD, CHECKSUM = 'rd', 'g', 'h', 'cs'
 MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
 GROUP_CURSOR = 'gr'
 REMOVED = 'rm'
+LENGTH_FLOOR = 'lf'
 ENDED = 'x'
 
 ASC = pymongo.ASCENDING

@@ -175,12 +175,14 @@ def keepable(queue, project, now, created_after=None, sort=-1):
                  'zd_state_position')
 
 
-def oldest_keepable(queue, project):
-    """The lowest position in a keepable state, live or not: an index
-    probe that bounds how many keepable messages there can be."""
-    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
-        f.STATE: {'$in': KEEPABLE}}), [(f.POSITION, 1)],
-        'zd_state_position')
+def oldest_keepable(queue, project, floor=None):
+    """The lowest position at or above ``floor`` in a keepable state,
+    live or not: an index probe that bounds how many keepable messages
+    there can be."""
+    query = f.queue_filter(queue, project, **{f.STATE: {'$in': KEEPABLE}})
+    if floor is not None:
+        query[f.POSITION] = {'$gte': floor}
+    return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_state_position')
 
 
 def too_old(queue, project, now, created_after):

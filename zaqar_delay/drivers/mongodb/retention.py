@@ -17,12 +17,19 @@ removed; ``k >= cutoff`` is an index bound on ``{p, q, s, k}``, so
 claims and listings start at the cutoff instead of filtering past what
 fell out.
 
+Gone means gone: a message once beyond ``length`` does not come back
+when newer ones are claimed, deleted or expire, whether or not it was
+physically removed yet. So the cutoff only moves up: the queue's counter
+document keeps the highest one found (``lf``, raised with ``$max``), and
+each read takes the higher of it and the cutoff at "now".
+
 Finding the cutoff: ``n`` (the queue's last position, from its counter)
-bounds every position, so while the oldest keepable message is within
-the last ``length`` positions nothing can exceed ``length`` (two index
-probes). Only past that does the driver walk the ``{p, q, s, k}`` index
-down from the newest keepable message, ``length`` entries at most; its
-cost is bounded by ``length``, never by what the queue holds beyond it.
+bounds every position, so while the oldest keepable message at or above
+``lf`` is within the last ``length`` positions nothing new can be beyond
+``length`` (two index probes: the counter and that message). Only past
+that does the driver walk the ``{p, q, s, k}`` index down from the
+newest keepable message, ``length`` entries at most; its cost is bounded
+by ``length``, never by what the queue holds beyond it.
 
 Removing (:func:`remove`): one bounded batch of keepable messages that
 are not kept (by time through ``zd_state_created``, by length through
@@ -113,22 +120,31 @@ def window(driver, queue, project, retention, now):
 
 
 def _cutoff(driver, queue, project, length, created_after, now):
-    """The lowest position kept by length, or None when every keepable
-    message is kept (at most ``length`` of them)."""
+    """The lowest position kept by length, or None while nothing has
+    ever been beyond ``length``. It only moves up (the counter's ``lf``
+    keeps the highest one found): a message once beyond ``length`` stays
+    gone when newer ones leave, whichever read meets it."""
     counter = driver.counters.find_one(f.queue_filter(queue, project),
-                                       {'n': True})
+                                       {'n': True, f.LENGTH_FLOOR: True})
     if counter is None:
         return None
-    probe = queries.oldest_keepable(queue, project)
+    floor = counter.get(f.LENGTH_FLOOR)
+    probe = queries.oldest_keepable(queue, project, floor)
     oldest = driver.messages.find(probe.filter, {f.POSITION: True},
                                   probe.sort, 1, probe.index)
     # Positions are never above n: at most n - k + 1 messages from k on.
     if not oldest or oldest[0][f.POSITION] > counter['n'] - length:
-        return None
+        return floor
     walk = queries.keepable(queue, project, now, created_after)
     found = driver.messages.find(walk.filter, {f.POSITION: True},
                                  walk.sort, 1, walk.index, skip=length - 1)
-    return found[0][f.POSITION] if found else None
+    if not found or (floor is not None
+                     and found[0][f.POSITION] <= floor):
+        return floor
+    cutoff = found[0][f.POSITION]
+    driver.counters.update_one(f.queue_filter(queue, project),
+                               {'$max': {f.LENGTH_FLOOR: cutoff}})
+    return cutoff
 
 
 def remove(driver, queue, project, window_, now, batch):
