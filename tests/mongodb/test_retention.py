@@ -22,6 +22,13 @@ def stored(driver, queue, project):
         fields.queue_filter(queue, project)))
 
 
+@pytest.fixture
+def reads_remove_nothing(monkeypatch):
+    """No read or cleaner removes anything: only the window hides."""
+    monkeypatch.setattr(kept_by, 'remove',
+                        lambda *args, **kwargs: (0, False))
+
+
 def counter(driver, queue, project):
     return driver.counters.raw.find_one(fields.queue_filter(queue, project))
 
@@ -61,13 +68,11 @@ def test_removals_are_counted_in_the_queue_counter(driver, project,
         queue, project)['retention']['removed'] == 3
 
 
+@pytest.mark.usefixtures('reads_remove_nothing')
 def test_beyond_length_is_for_good_whoever_meets_it(driver, project,
-                                                    make_queue,
-                                                    monkeypatch):
-    # No read removes anything: only the counter's floor (lf) keeps
-    # 'a' out once the newer messages that pushed it out are gone.
-    monkeypatch.setattr(kept_by, 'remove',
-                        lambda *args, **kwargs: (0, False))
+                                                    make_queue):
+    # Only the counter's floor (lf) keeps 'a' out once the newer
+    # messages that pushed it out are gone.
     queue = retained(make_queue, length=2)
     ids = post(driver, queue, project, 'a', 'b', 'c')
     assert bodies(listed(driver, queue, project)) == ['b', 'c']
@@ -84,19 +89,14 @@ def test_the_time_removal_has_its_index(driver):
     assert 'zd_state_created' in names
 
 
+@pytest.mark.usefixtures('reads_remove_nothing')
 def test_reads_are_exact_before_anything_is_removed(driver, project,
-                                                    make_queue,
-                                                    monkeypatch):
-    # No read removes anything here: the window alone hides what
-    # retention no longer keeps.
-    monkeypatch.setattr(kept_by, 'remove',
-                        lambda *args, **kwargs: (0, False))
+                                                    make_queue):
     queue = retained(make_queue, length=3)
     ids = post(driver, queue, project, *range(6))
     assert bodies(listed(driver, queue, project)) == [3, 4, 5]
-    assert list(driver.message_controller.bulk_get(queue, ids, project)
-                ) and [m['body'] for m in driver.message_controller.bulk_get(
-                    queue, ids, project)] == [3, 4, 5]
+    assert bodies(driver.message_controller.bulk_get(
+        queue, ids, project)) == [3, 4, 5]
     assert driver.message_controller.first(queue, project)['body'] == 3
     assert stats(driver, queue, project)['total'] == 3
     assert bodies(claim(driver, queue, project, limit=10)[1]) == [3, 4, 5]
