@@ -206,6 +206,10 @@ def test_two_daemons_remove_a_retention_backlog_once_in_all(own_redis,
     assert [daemon.returncode for daemon in daemons] == [0, 0], outputs
     reported = [int(re.search(r'(\d+) removed by retention', out).group(1))
                 for out, _ in outputs]
+    # Nothing expired (ttl 300): a retention removal is not also counted
+    # as an expired one.
+    assert [int(re.search(r'(\d+) expired removed', out).group(1))
+            for out, _ in outputs] == [0, 0]
     # Each removal once: the queues keep exactly their newest messages,
     # stats count every other one once, and the daemons' own counts add
     # up to what was left for them to remove.

@@ -446,7 +446,7 @@ def test_a_retention_that_loosens_or_is_malformed_is_refused_when_set(
 
 @operator(time=100, length=10)
 @pytest.mark.parametrize('value, shown', REFUSED, ids=refused_ids())
-def test_a_retention_stored_behind_the_stage_is_refused_on_post(
+def test_a_retention_stored_behind_the_stage_is_refused_on_write(
         driver, make_queue, project, value, shown):
     queue = make_queue()
     driver.queue_controller.set_metadata(queue, {'_retention': value},
@@ -455,6 +455,9 @@ def test_a_retention_stored_behind_the_stage_is_refused_on_post(
         post(driver, queue, project, 'x')
     assert_named(raised.value, shown)
     assert stats(driver, queue, project)['total'] == 0
+    # A claim reads the queue's policy as a post does.
+    with pytest.raises(errors.InvalidInput, match='_retention'):
+        claim(driver, queue, project)
     # Reads go on with the operator's settings.
     assert driver.message_controller.stats(queue, project)['retention'][
         'time'] == 100
@@ -499,13 +502,18 @@ def test_claims_and_clean_together_count_each_removal_once(
 def test_clean_never_removes_a_claimed_message(driver, make_queue, project):
     queue = make_queue()
     messages = driver.message_controller
-    post(driver, queue, project, 'a', 'b')
-    claim_id, _ = claim(driver, queue, project, limit=2)
+    claim_ids = []
+    for name in ('a', 'b'):
+        post(driver, queue, project, name)
+        claim_id, got = claim(driver, queue, project)
+        assert bodies(got) == [name]
+        claim_ids.append(claim_id)
     post(driver, queue, project, 'c')
     assert messages.clean(queue, project, 10) == (0, False)
     counts = stats(driver, queue, project)
     assert (counts['total'], counts['claimed']) == (3, 2)
-    driver.claim_controller.delete(queue, claim_id, project=project)
+    for claim_id in claim_ids:
+        driver.claim_controller.delete(queue, claim_id, project=project)
     assert clean_all(driver, queue, project, 10) == [2]
     assert removed(driver, queue, project) == 2
     assert bodies(listed(driver, queue, project,
