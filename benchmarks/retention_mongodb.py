@@ -17,11 +17,11 @@ Three figures, each printed with its ratio:
 Defaults are the issue's sizes (L 10,000, P 100,000, Q 100; N 10,000 and
 40,000) on a real server (``--mongodb-uri`` or
 ZAQAR_DELAY_TEST_MONGODB_URI). Without one it runs on mongomock at sizes
-a hundred times smaller (L 100, P 1,000, Q 10; N 200 and 800): mongomock is an in-process fake that
-scans a whole collection for every query (it has no index), so its
-figures show that the code runs and how many store calls it makes, not
-what a MongoDB server would take. A redis-server is started for the
-queue metadata (Zaqar's control driver).
+a hundred times smaller (L 100, P 1,000, Q 10; N 200 and 800): mongomock
+is an in-process fake that scans a whole collection for every query (it
+has no index), so its figures show that the code runs and how many store
+calls it makes, not what a MongoDB server would take. A redis-server is
+started for the queue metadata (Zaqar's control driver).
 """
 
 import argparse
@@ -99,12 +99,12 @@ def overflow(driver, length, posted, samples):
             latency[queue].append(claim_once(driver, queue))
     ours, base = (statistics.median(latency[q]) for q in (kept, plain))
     print('claim latency, length {:,} overflowing ({:,} posted), median of '
-          '{}: {:.2f} ms vs {:.2f} ms without retention: {:.2f}x '
-          '(target <= 1.2x)'.format(length, posted, samples, ours, base,
-                                    ours / base))
+          '{}: {:.2f} ms vs {:.2f} ms without retention: ratio '
+          '{:.2f}x (target <= 1.2x)'.format(length, posted, samples, ours,
+                                            base, ours / base))
     ours, base = (statistics.median(rate[q]) for q in (kept, plain))
     print('post throughput on the same queues: {:,.0f} vs {:,.0f} msg/s: '
-          '{:.2f}x of the plain queue (target >= 1/1.2 = 0.83x)'.format(
+          'ratio {:.2f}x of the plain queue (target >= 1/1.2 = 0.83x)'.format(
               ours, base, ours / base))
 
 
@@ -167,7 +167,8 @@ def cleanup_pass(driver, queues, length):
         min(runs[kind]) for kind in ('full', 'empty'))
     print('cleanup pass, nothing to remove: {} queues of {:,} messages '
           '{:.3f} s ({:.0f} store calls per queue) vs {} empty queues '
-          '{:.3f} s ({:.0f} calls per queue): {:.2f}x (target <= 2x)'.format(
+          '{:.3f} s ({:.0f} calls per queue): ratio {:.2f}x '
+          '(target <= 2x)'.format(
               queues, length, full_s, full_calls, queues, empty_s,
               empty_calls, full_s / empty_s))
 
@@ -187,8 +188,9 @@ def removal_cost(driver, counts):
         per_message.append(took / count * 1e6)
         print('removing {:,} messages past retention time: {:.3f} s, '
               '{:.1f} us per message'.format(count, took, per_message[-1]))
-    print('time per message, {:,} vs {:,}: {:.2f}x (O(N): about 1x)'.format(
-        counts[1], counts[0], per_message[1] / per_message[0]))
+    print('time per message, {:,} vs {:,}: ratio {:.2f}x '
+          '(O(N): about 1x)'.format(
+              counts[1], counts[0], per_message[1] / per_message[0]))
 
 
 def main(argv=None):
