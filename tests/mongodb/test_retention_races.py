@@ -4,6 +4,8 @@ Forced interleavings (as test_races.py): a second operation runs at the
 exact point between a cleaner's finding and its delete. Then a stress
 run: producers overflow a length-bounded queue while consumers claim and
 two cleaners run (threads on mongomock, processes on a real server).
+Each consumer reads the queue's length floor before each claim: no claim
+may return a message below it (one that had already fallen out).
 """
 
 import pytest
@@ -120,9 +122,12 @@ def test_overflowing_producers_consumers_and_two_cleaners(driver, project,
             + [('clean_rounds', (queue, project, 150))] * 2)
     results = workers.run_mixed(jobs, driver, real)
     posted = results[0] + results[1]
-    consumed = [mid for got in results[2:5] for mid, _ in got]
-    assert all(there for got in results[2:5] for _, there in got), (
+    handed = [row for got in results[2:5] for row in got]
+    consumed = [mid for mid, _, _ in handed]
+    assert all(there for _, there, _ in handed), (
         'retention removed a message while it was claimed')
+    assert all(kept for _, _, kept in handed), (
+        'a claim returned a message that had fallen out before it began')
     assert len(consumed) == len(set(consumed)), 'a message consumed twice'
     driver.message_controller.clean(queue, project, 1000)
     left = [doc['_id'] for doc in driver.messages.raw.find(

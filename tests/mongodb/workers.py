@@ -35,16 +35,18 @@ def produce(driver, queue, project, count):
 def consume(driver, queue, project, idle_rounds=3):
     """Claim until the queue stays empty; return (message id, claim id)."""
     return claim_until_idle(driver, queue, project, idle_rounds,
-                            lambda claim_id, message: (message['id'],
-                                                       claim_id))
+                            lambda claim_id, message, _: (message['id'],
+                                                          claim_id))
 
 
 def claim_until_idle(driver, queue, project, idle_rounds, handle,
-                     pause=0.0):
+                     pause=0.0, before=None):
     """Claim 3 at a time until ``idle_rounds`` claims in a row get
-    nothing; ``handle(claim id, message)`` for each message got."""
+    nothing; ``handle(claim id, message, seen)`` for each message got,
+    ``seen`` being what ``before()`` returned just before that claim."""
     out, idle = [], 0
     while idle < idle_rounds:
+        seen = before() if before else None
         claim_id, messages = driver.claim_controller.create(
             queue, {'ttl': 300, 'grace': 0}, project=project, limit=3)
         messages = list(messages)
@@ -53,7 +55,7 @@ def claim_until_idle(driver, queue, project, idle_rounds, handle,
             time.sleep(pause)
             continue
         idle = 0
-        out += [handle(claim_id, message) for message in messages]
+        out += [handle(claim_id, message, seen) for message in messages]
     return out
 
 
@@ -101,10 +103,18 @@ def consume_grouped(driver, queue, project, idle_rounds=5):
 
 def consume_checked(driver, queue, project, idle_rounds=5):
     """Claim, check each message is still there while claimed, then
-    acknowledge it. Returns (message id, still there) per message."""
+    acknowledge it. Returns (message id, still there, kept) per message:
+    ``kept`` is False if the message was beyond the queue's length floor
+    before the claim that returned it began (it had fallen out)."""
     from zaqar.storage import errors as storage_errors
+    from zaqar_delay.drivers.mongodb import fields
 
-    def check_and_ack(claim_id, message):
+    def floor():
+        counter = driver.counters.find_one(
+            fields.queue_filter(queue, project), {fields.LENGTH_FLOOR: 1})
+        return (counter or {}).get(fields.LENGTH_FLOOR, 0)
+
+    def check_and_ack(claim_id, message, floor_before):
         try:
             driver.message_controller.get(queue, message['id'],
                                           project=project)
@@ -113,10 +123,10 @@ def consume_checked(driver, queue, project, idle_rounds=5):
             there = False
         driver.message_controller.delete(queue, message['id'],
                                          project=project, claim=claim_id)
-        return message['id'], there
+        return message['id'], there, message.position >= floor_before
 
     return claim_until_idle(driver, queue, project, idle_rounds,
-                            check_and_ack, pause=0.002)
+                            check_and_ack, pause=0.002, before=floor)
 
 
 def clean_rounds(driver, queue, project, rounds, batch=7):
