@@ -76,7 +76,8 @@ EXAMPLES = [
     queries.by_ids('q', 'p', ['m1']),
     queries.keepable('q', 'p', NOW),
     queries.keepable('q', 'p', NOW, NOW - 1000),
-    queries.oldest_keepable('q', 'p'),
+    queries.keepable_positions('q', 'p'),
+    queries.keepable_positions('q', 'p', 7, -1),
     queries.too_old('q', 'p', NOW, NOW - 1000),
     queries.beyond_length('q', 'p', NOW, NOW - 1000, 7),
 ]

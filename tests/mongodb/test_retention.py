@@ -278,3 +278,31 @@ def test_move_group_carries_only_what_is_kept(driver, project, make_queue,
         queue, 'x', target, project=project) == 2
     assert [m['body']['n'] for m in listed(driver, target, project)
             ] == [3, 4]
+
+
+def test_the_cutoff_walk_reads_index_keys_unless_something_expired(
+        driver, project, make_queue, clock, monkeypatch):
+    queue = retained(make_queue, length=2)
+    ids = post(driver, queue, project, 'a')
+    ids += post(driver, queue, project, 'short', ttl=60)
+    clock.advance(61)
+    ids += post(driver, queue, project, 'b')
+    walks = []
+    real = driver.messages.find
+
+    def find(query, projection=None, sort=None, limit=0, hint=None,
+             skip=0):
+        if skip:
+            walks.append(set(query))
+        return real(query, projection, sort, limit, hint, skip)
+
+    monkeypatch.setattr(driver.messages, 'find', find)
+    # 'short' expired, not purged yet: it must not count against length,
+    # so this walk fetches documents to check e.
+    assert bodies(driver.message_controller.bulk_get(
+        queue, ids, project)) == ['a', 'b']
+    assert walks.pop() == {'p', 'q', 's', 'e'}
+    # Purged (listing settles first): nothing expired is left, and the
+    # walk's filter and sort are all in {p, q, s, k} (covered).
+    assert bodies(listed(driver, queue, project)) == ['a', 'b']
+    assert walks.pop() == {'p', 'q', 's'}

@@ -175,14 +175,17 @@ def keepable(queue, project, now, created_after=None, sort=-1):
                  'zd_state_position')
 
 
-def oldest_keepable(queue, project, floor=None):
-    """The lowest position at or above ``floor`` in a keepable state,
-    live or not: an index probe that bounds how many keepable messages
-    there can be."""
+def keepable_positions(queue, project, floor=None, sort=1):
+    """Positions (at or above ``floor``) in a keepable state, live or
+    not, oldest first (1) or newest first (-1). Its filter and sort are
+    all in ``{p, q, s, k}``, so projected on ``k`` it reads index keys
+    only: the probe that bounds how many keepable messages there can
+    be, and the cutoff walk when nothing expired or too old is left."""
     query = f.queue_filter(queue, project, **{f.STATE: {'$in': KEEPABLE}})
     if floor is not None:
         query[f.POSITION] = {'$gte': floor}
-    return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_state_position')
+    return Query(f.MESSAGES, query, [(f.POSITION, sort)],
+                 'zd_state_position')
 
 
 def too_old(queue, project, now, created_after):
@@ -246,6 +249,6 @@ def by_ids(queue, project, message_ids):
 
 ALL = (ready, page, due_now, any_live, delayed_due, claimed_due, expired,
        live, in_state, grouped, heads, group_head, group_first, keepable,
-       oldest_keepable, too_old, beyond_length,
+       keepable_positions, too_old, beyond_length,
        group_members, next_group, stale_moves, moves_started, of_move,
        ended_claims, of_claims, by_ids)

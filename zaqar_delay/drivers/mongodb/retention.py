@@ -29,7 +29,8 @@ bounds every position, so while the oldest keepable message at or above
 ``length`` (two index probes: the counter and that message). Only past
 that does the driver walk the ``{p, q, s, k}`` index down from the
 newest keepable message, ``length`` entries at most; its cost is bounded
-by ``length``, never by what the queue holds beyond it.
+by ``length``, never by what the queue holds beyond it, and while no
+expired or too old message is left it reads index keys only.
 
 Removing (:func:`remove`): one bounded batch of keepable messages that
 are not kept (by time through ``zd_state_created``, by length through
@@ -129,22 +130,43 @@ def _cutoff(driver, queue, project, length, created_after, now):
     if counter is None:
         return None
     floor = counter.get(f.LENGTH_FLOOR)
-    probe = queries.oldest_keepable(queue, project, floor)
-    oldest = driver.messages.find(probe.filter, {f.POSITION: True},
-                                  probe.sort, 1, probe.index)
+    oldest = _first(driver, queries.keepable_positions(queue, project,
+                                                       floor))
     # Positions are never above n: at most n - k + 1 messages from k on.
-    if not oldest or oldest[0][f.POSITION] > counter['n'] - length:
+    if oldest is None or oldest[f.POSITION] > counter['n'] - length:
         return floor
-    walk = queries.keepable(queue, project, now, created_after)
-    found = driver.messages.find(walk.filter, {f.POSITION: True},
-                                 walk.sort, 1, walk.index, skip=length - 1)
-    if not found or (floor is not None
-                     and found[0][f.POSITION] <= floor):
+    found = _walk(driver, queue, project, length, created_after, now)
+    if found is None or (floor is not None and found <= floor):
         return floor
-    cutoff = found[0][f.POSITION]
     driver.counters.update_one(f.queue_filter(queue, project),
-                               {'$max': {f.LENGTH_FLOOR: cutoff}})
-    return cutoff
+                               {'$max': {f.LENGTH_FLOOR: found}})
+    return found
+
+
+def _walk(driver, queue, project, length, created_after, now):
+    """The position of the ``length``-th newest keepable message, or
+    None. While the queue holds no expired message and none too old (two
+    index probes, after the reads' purges usually true), every keepable
+    one counts, and the walk reads ``length`` index keys only; otherwise
+    it fetches each document to check ``e`` and ``cr``."""
+    covered = _first(driver, queries.expired(queue, project, now)) is None
+    if covered and created_after is not None:
+        covered = _first(driver, queries.too_old(queue, project, now,
+                                                 created_after)) is None
+    walk = (queries.keepable_positions(queue, project, sort=-1) if covered
+            else queries.keepable(queue, project, now, created_after))
+    found = driver.messages.find(walk.filter,
+                                 {f.POSITION: True, '_id': False},
+                                 walk.sort, 1, walk.index, skip=length - 1)
+    return found[0][f.POSITION] if found else None
+
+
+def _first(driver, query):
+    """The first document of ``query`` (its position only), or None."""
+    found = driver.messages.find(query.filter,
+                                 {f.POSITION: True, '_id': False},
+                                 query.sort, 1, query.index)
+    return found[0] if found else None
 
 
 def remove(driver, queue, project, window_, now, batch):
