@@ -74,6 +74,12 @@ EXAMPLES = [
     queries.ended_claims('q', 'p', NOW),
     queries.of_claims('q', 'p', ['c1', 'c2']),
     queries.by_ids('q', 'p', ['m1']),
+    queries.keepable('q', 'p', NOW),
+    queries.keepable('q', 'p', NOW, NOW - 1000),
+    queries.keepable_positions('q', 'p'),
+    queries.keepable_positions('q', 'p', 7, -1),
+    queries.too_old('q', 'p', NOW, NOW - 1000),
+    queries.beyond_length('q', 'p', NOW, NOW - 1000, 7),
 ]
 
 

@@ -34,17 +34,29 @@ def produce(driver, queue, project, count):
 
 def consume(driver, queue, project, idle_rounds=3):
     """Claim until the queue stays empty; return (message id, claim id)."""
-    got, idle = [], 0
+    return claim_until_idle(driver, queue, project, idle_rounds,
+                            lambda claim_id, message, _: (message['id'],
+                                                          claim_id))
+
+
+def claim_until_idle(driver, queue, project, idle_rounds, handle,
+                     pause=0.0, before=None):
+    """Claim 3 at a time until ``idle_rounds`` claims in a row get
+    nothing; ``handle(claim id, message, seen)`` for each message got,
+    ``seen`` being what ``before()`` returned just before that claim."""
+    out, idle = [], 0
     while idle < idle_rounds:
+        seen = before() if before else None
         claim_id, messages = driver.claim_controller.create(
             queue, {'ttl': 300, 'grace': 0}, project=project, limit=3)
         messages = list(messages)
         if not messages:
             idle += 1
+            time.sleep(pause)
             continue
         idle = 0
-        got += [(message['id'], claim_id) for message in messages]
-    return got
+        out += [handle(claim_id, message, seen) for message in messages]
+    return out
 
 
 def produce_grouped(driver, queue, project, groups, per_group):
@@ -87,6 +99,43 @@ def consume_grouped(driver, queue, project, idle_rounds=5):
             driver.message_controller.delete(
                 queue, message['id'], project=project, claim=claim_id)
     return out
+
+
+def consume_checked(driver, queue, project, idle_rounds=5):
+    """Claim, check each message is still there while claimed, then
+    acknowledge it. Returns (message id, still there, kept) per message:
+    ``kept`` is False if the message was beyond the queue's length floor
+    before the claim that returned it began (it had fallen out)."""
+    from zaqar.storage import errors as storage_errors
+    from zaqar_delay.drivers.mongodb import fields
+
+    def floor():
+        counter = driver.counters.find_one(
+            fields.queue_filter(queue, project), {fields.LENGTH_FLOOR: 1})
+        return (counter or {}).get(fields.LENGTH_FLOOR, 0)
+
+    def check_and_ack(claim_id, message, floor_before):
+        try:
+            driver.message_controller.get(queue, message['id'],
+                                          project=project)
+            there = True
+        except storage_errors.MessageDoesNotExist:
+            there = False
+        driver.message_controller.delete(queue, message['id'],
+                                         project=project, claim=claim_id)
+        return message['id'], there, message.position >= floor_before
+
+    return claim_until_idle(driver, queue, project, idle_rounds,
+                            check_and_ack, pause=0.002, before=floor)
+
+
+def clean_rounds(driver, queue, project, rounds, batch=7):
+    """Run ``rounds`` retention cleanups; how many this cleaner removed."""
+    removed = 0
+    for _ in range(rounds):
+        removed += driver.message_controller.clean(queue, project, batch)[0]
+        time.sleep(0.001)
+    return removed
 
 
 def move_when_free(driver, queue, project, group, target, tries=2000):

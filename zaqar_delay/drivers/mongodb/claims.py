@@ -32,6 +32,7 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import retention
 from zaqar_delay.drivers.mongodb import state
 
 # Seconds a popped message stays claimed if the pop dies before deleting.
@@ -56,6 +57,10 @@ class ClaimController(controller.ClaimController):
         whose attempts ran out. Returns (claim id, messages)."""
         now = self.driver.now()
         state.settle(self.driver, queue, project, now)
+        # What retention no longer keeps is never handed out; a batch of
+        # it goes first, so groups whose head it was move on.
+        kept = retention.settle(self.driver, queue, project,
+                                policy.retention, now)
         claim_id = str(uuid.uuid4())
         expires = now + ttl * 1000
         # The claim document goes first: it is what ends the claim, so no
@@ -64,7 +69,7 @@ class ClaimController(controller.ClaimController):
             '_id': claim_id, f.TTL: ttl, f.EXPIRES: expires, 'g': grace,
             f.REDELIVERY: policy.redelivery_delay}))
         taken = self._hand_out(queue, project, now, claim_id, expires,
-                               grace, limit, policy)
+                               grace, limit, policy, kept)
         if taken and not self._still_live(claim_id):
             # A settle ended this claim while it was being built (its ttl
             # ran out meanwhile): nothing else will walk its messages, so
@@ -90,7 +95,7 @@ class ClaimController(controller.ClaimController):
             {'_id': True}) is not None
 
     def _hand_out(self, queue, project, now, claim_id, expires, grace,
-                  limit, policy):
+                  limit, policy, kept):
         redelivery = policy.redelivery_delay
         update = {
             '$set': {f.STATE: f.CLAIMED, f.CLAIM: claim_id,
@@ -102,6 +107,7 @@ class ClaimController(controller.ClaimController):
         taken = []
         while len(taken) < limit:
             ready = queries.ready(queue, project, now)
+            kept.restrict(ready.filter)
             candidates = [doc['_id'] for doc in self._messages.find(
                 ready.filter, {'_id': True}, ready.sort,
                 limit - len(taken), ready.index)]

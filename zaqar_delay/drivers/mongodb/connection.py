@@ -65,11 +65,14 @@ class GuardedCollection:
         """The collection itself (index management, explain in tests)."""
         return self._collection
 
-    def find(self, query, projection=None, sort=None, limit=0, hint=None):
+    def find(self, query, projection=None, sort=None, limit=0, hint=None,
+             skip=0):
         def run():
             cursor = self._collection.find(query, projection)
             if sort:
                 cursor = cursor.sort(sort)
+            if skip:
+                cursor = cursor.skip(skip)
             if limit:
                 cursor = cursor.limit(limit)
             if hint:

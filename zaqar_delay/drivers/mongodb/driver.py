@@ -118,17 +118,26 @@ class DataDriver(base.DataDriver):
     def gc(self):
         """Settle every queue that has messages: end lapsed claims, promote
         due messages, drop up to GC_BATCH expired messages each, finish
-        stale group moves and repair group heads (groups.repair, resuming
-        at the queue's cursor). Safe on several hosts at once: every step
-        is a conditional update."""
-        dropped = self.gc_each(
+        stale group moves, repair group heads (groups.repair, resuming at
+        the queue's cursor), then remove what retention no longer keeps
+        (clean_queue). Each queue is isolated (gc_each). Safe on several
+        hosts at once: every step is a conditional update. Returns the
+        pass's GcPass."""
+        result = self.gc_each(
             ('queue {!r} of project {!r}'.format(counter['q'], counter['p']),
-             functools.partial(self.message_controller.gc, counter['q'],
-                               counter['p'], GC_BATCH,
-                               counter.get(fields.GROUP_CURSOR)))
+             functools.partial(self._gc_queue, counter))
             for counter in self.counters.find(
                 {}, {'p': True, 'q': True, fields.GROUP_CURSOR: True}))
-        LOG.debug('gc dropped %d expired messages', dropped)
+        LOG.debug('gc pass: %s', result)
+        return result
+
+    def _gc_queue(self, counter):
+        """One queue's gc; returns the expired messages it dropped (what
+        retention removed, clean_queue adds to the pass itself)."""
+        queue, project = counter['q'], counter['p']
+        dropped = self.message_controller.gc(
+            queue, project, GC_BATCH, counter.get(fields.GROUP_CURSOR))
+        self.clean_queue(queue, project)
         return dropped
 
 

@@ -61,7 +61,10 @@ it; state.end_claims). It is the authority on when a claim ends: a
 message's ``ce`` never exceeds its claim's ``e``.
 
 Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
-``gr`` the last group id that gc's head repair checked (its cursor). One
+``gr`` the last group id that gc's head repair checked (its cursor),
+``rm`` how many messages retention has removed from the queue (the
+``removed`` of its stats), ``lf`` the highest length cutoff found so far
+(positions below it are beyond ``length`` for good; retention.py). One
 document per queue, also the registry of queues that ``gc()`` walks.
 
 Collection ``moves``: one document per group move in progress (see
@@ -99,6 +102,8 @@ CLIENT, CLAIM_COUNT, CLAIM, CLAIM_EXPIRES = 'u', 'cc', 'c', 'ce'
 REDELIVERY, GROUP, HEAD, CHECKSUM = 'rd', 'g', 'h', 'cs'
 MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
 GROUP_CURSOR = 'gr'
+REMOVED = 'rm'
+LENGTH_FLOOR = 'lf'
 ENDED = 'x'
 
 ASC = pymongo.ASCENDING
@@ -115,6 +120,10 @@ MESSAGE_INDEXES = {
     # Promotion of delayed messages that are due.
     'zd_state_due': ([(PROJECT, ASC), (QUEUE, ASC), (STATE, ASC),
                       (DUE, ASC)], {}),
+    # Messages too old for the queue's retention time, by state: only
+    # the keepable states are removed (retention.py).
+    'zd_state_created': ([(PROJECT, ASC), (QUEUE, ASC), (STATE, ASC),
+                          (CREATED, ASC)], {}),
     # Expired messages of a queue (purge, stats, gc).
     'zd_expires': ([(PROJECT, ASC), (QUEUE, ASC), (EXPIRES, ASC)], {}),
     # Group ids of a queue (stats, listing, repair), and the order inside

@@ -18,6 +18,7 @@ from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import retention as kept_by
 from zaqar_delay.drivers.mongodb import state
 
 DUPLICATE_KEY = 11000
@@ -111,6 +112,7 @@ class MessageController(controller.MessageController):
               include_claimed, include_delayed, retention):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now)
+        kept = kept_by.settle(self.driver, queue, project, retention, now)
         states = [f.READY, f.BLOCKED]
         if include_claimed:
             states.append(f.CLAIMED)
@@ -118,6 +120,7 @@ class MessageController(controller.MessageController):
             states.append(f.DELAYED)
         query = queries.page(queue, project, now, marker, states,
                              None if echo else client_uuid)
+        kept.restrict(query.filter, held=include_claimed)
         docs = self._messages.find(query.filter, None, query.sort, limit,
                                    query.index)
         return ([state.render(doc, now) for doc in docs],
@@ -126,11 +129,13 @@ class MessageController(controller.MessageController):
     def _first(self, queue, project, sort, retention):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now)
-        doc = self._due(queue, project, now, sort)
+        kept = kept_by.settle(self.driver, queue, project, retention, now)
+        doc = self._due(queue, project, now, sort, kept)
         return state.render(doc, now, include_created=True) if doc else None
 
-    def _due(self, queue, project, now, sort):
+    def _due(self, queue, project, now, sort, kept):
         query = queries.due_now(queue, project, now, sort)
+        kept.restrict(query.filter, held=True)
         found = self._messages.find(query.filter, None, query.sort, 1,
                                     query.index)
         return found[0] if found else None
@@ -142,6 +147,8 @@ class MessageController(controller.MessageController):
         now = self.driver.now()
         query = queries.by_ids(queue, project, wanted)
         query.filter[f.EXPIRES] = {'$gt': now}
+        kept_by.window(self.driver, queue, project, retention,
+                       now).restrict(query.filter, held=True)
         by_id = {doc['_id']: doc for doc in self._messages.find(query.filter)}
         return [state.render(by_id[mid], now) for mid in wanted
                 if mid in by_id]
@@ -218,34 +225,45 @@ class MessageController(controller.MessageController):
     def _stats(self, queue, project, retention):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now, purge_batch=None)
+        kept = kept_by.settle(self.driver, queue, project, retention, now)
         count = self._messages.count_documents
-        total = count(queries.live(queue, project, now).filter)
+
+        def visible(query, held=True):
+            return count(kept.restrict(query.filter, held))
+
+        total = visible(queries.live(queue, project, now))
         claimed = count(queries.in_state(queue, project, f.CLAIMED).filter)
-        delayed = count(queries.in_state(queue, project, f.DELAYED).filter)
+        delayed = visible(queries.in_state(queue, project, f.DELAYED), False)
         # Counted, never fetched (a distinct of every group id outgrows
         # MongoDB's 16 MB reply): a group has exactly one head, and only
         # heads are ever claimed. Expired messages are gone after the full
         # settle above.
         stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
                  'free': total - claimed - delayed,
-                 'groups': count(queries.heads(queue, project).filter),
+                 'groups': visible(queries.heads(queue, project)),
                  'groups_in_flight': count(queries.grouped(
                      queue, project, f.CLAIMED).filter)}
         # Zaqar expects oldest and newest whenever total is not zero, so
         # they cover delayed messages too (as the Redis driver does).
-        oldest = self._any(queue, project, now, 1)
+        oldest = self._any(queue, project, now, 1, kept)
         if oldest:
             stats['oldest'] = _stat_entry(oldest, now)
             stats['newest'] = _stat_entry(
-                self._any(queue, project, now, -1), now)
-        stats['removed_by_retention'] = 0  # issue 10: placeholder
+                self._any(queue, project, now, -1, kept), now)
+        stats['removed_by_retention'] = kept_by.removed(self.driver, queue,
+                                                        project)
         return stats
 
-
     def _clean(self, queue, project, retention, batch):
-        raise NotImplementedError('issue 10: retention cleanup')
-    def _any(self, queue, project, now, sort):
+        now = self.driver.now()
+        return kept_by.remove(
+            self.driver, queue, project,
+            kept_by.window(self.driver, queue, project, retention, now),
+            now, batch)
+
+    def _any(self, queue, project, now, sort, kept):
         query = queries.any_live(queue, project, now, sort)
+        kept.restrict(query.filter, held=True)
         found = self._messages.find(query.filter, None, query.sort, 1,
                                     query.index)
         return found[0] if found else None
@@ -253,6 +271,10 @@ class MessageController(controller.MessageController):
     def _groups(self, queue, project, marker, limit):
         now = self.driver.now()
         state.settle(self.driver, queue, project, now, purge_batch=None)
+        # Every message retention no longer keeps goes first, as every
+        # expired one does, so depths and heads are what reads see.
+        kept_by.settle(self.driver, queue, project,
+                       self.retention_of(queue, project), now, batch=None)
         return groups.page(self.driver, queue, project, marker, limit, now)
 
     def _purge_group(self, queue, project, group):
@@ -260,6 +282,11 @@ class MessageController(controller.MessageController):
                             self.driver.now())
 
     def _move_group(self, queue, project, group, target):
+        # Members retention no longer keeps are removed, not carried
+        # into the target as new messages.
+        kept_by.settle(self.driver, queue, project,
+                       self.retention_of(queue, project), self.driver.now(),
+                       batch=None)
         return group_moves.move(self.driver, queue, project, group, target,
                                 self.policy(target, project))
 

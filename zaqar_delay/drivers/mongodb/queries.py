@@ -158,6 +158,52 @@ def next_group(queue, project, after):
         [(f.GROUP, 1), (f.POSITION, 1)], 'zd_group')
 
 
+# States whose messages retention judges; the others (claimed, moving)
+# are held: kept, and not counted against ``length``.
+KEEPABLE = [f.BLOCKED, f.DELAYED, f.READY]
+
+
+def keepable(queue, project, now, created_after=None, sort=-1):
+    """Live messages retention judges (kept by time when
+    ``created_after`` is given), newest first: the walk that finds the
+    length cutoff."""
+    query = f.queue_filter(queue, project, **{
+        f.STATE: {'$in': KEEPABLE}, f.EXPIRES: {'$gt': now}})
+    if created_after is not None:
+        query[f.CREATED] = {'$gt': created_after}
+    return Query(f.MESSAGES, query, [(f.POSITION, sort)],
+                 'zd_state_position')
+
+
+def keepable_positions(queue, project, floor=None, sort=1):
+    """Positions (at or above ``floor``) in a keepable state, live or
+    not, oldest first (1) or newest first (-1). Its filter and sort are
+    all in ``{p, q, s, k}``, so projected on ``k`` it reads index keys
+    only: the probe that bounds how many keepable messages there can
+    be, and the cutoff walk when nothing expired or too old is left."""
+    query = f.queue_filter(queue, project, **{f.STATE: {'$in': KEEPABLE}})
+    if floor is not None:
+        query[f.POSITION] = {'$gte': floor}
+    return Query(f.MESSAGES, query, [(f.POSITION, sort)],
+                 'zd_state_position')
+
+
+def too_old(queue, project, now, created_after):
+    """Live keepable messages created at or before ``created_after``,
+    oldest first (removed by retention time)."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.STATE: {'$in': KEEPABLE}, f.CREATED: {'$lte': created_after},
+        f.EXPIRES: {'$gt': now}}), [(f.CREATED, 1)], 'zd_state_created')
+
+
+def beyond_length(queue, project, now, created_after, cutoff):
+    """Live keepable messages below the length cutoff, oldest first
+    (removed by retention length)."""
+    query = keepable(queue, project, now, created_after, 1)
+    query.filter[f.POSITION] = {'$lt': cutoff}
+    return query
+
+
 def stale_moves(queue, project, started_before):
     """Messages frozen by group moves that started before a time."""
     return Query(f.MESSAGES, f.queue_filter(queue, project, **{
@@ -202,6 +248,7 @@ def by_ids(queue, project, message_ids):
 
 
 ALL = (ready, page, due_now, any_live, delayed_due, claimed_due, expired,
-       live, in_state, grouped, heads, group_head, group_first,
+       live, in_state, grouped, heads, group_head, group_first, keepable,
+       keepable_positions, too_old, beyond_length,
        group_members, next_group, stale_moves, moves_started, of_move,
        ended_claims, of_claims, by_ids)
