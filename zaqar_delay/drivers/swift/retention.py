@@ -1,0 +1,274 @@
+"""Retention on Swift (SPEC §5; the rules: zaqar_delay/retention.py).
+
+**What a queue keeps** is read once per operation as one position, the
+*cut* (:class:`Horizon`): a message that is not under a live claim is
+kept when its position is at least the cut and, where a reader has its
+``cr``, it is younger than ``time``.
+
+* ``time``: a message posted at ``cr`` ms has a position of at least
+  ``cr * POS_PER_MS`` (messages.py), so every position below
+  ``(now - time + 1 ms) * POS_PER_MS`` is past ``time``: no request.
+* ``length``: a reverse listing of ``p/`` (its Content-Type carries
+  ``id cr e``) from the newest message, skipping expired ones and the
+  members of live claims (``x/`` after now, one GET per live claim),
+  stops at the ``length``-th; its position is the cut. It reads about
+  ``length`` + (messages in flight) entries: it grows with the setting,
+  never with the backlog behind it.
+
+Claims and default listings start their ``a/`` listing at the cut, so the
+messages retention dropped cost them nothing. Positions of posts that
+cross on several API nodes can be out of creation order by the nodes'
+clock skew; readers that have ``cr`` (lists, get, first, stats) check the
+age exactly, a claim trusts the position.
+
+**Removal** (:func:`drop`: the cleanup daemon, and claims for dropped
+group heads so their groups move on), per message, in parallel:
+
+1. its latest lock: a live claim keeps it; a pop, dead-letter or move
+   lock leaves it to that operation; a ``ret`` lock older than
+   FINISH_AFTER_S is finished (steps 3-4) with that lock's time;
+2. ``HEAD m/`` (a message whose post is still running is left alone),
+   then ``l/<id>/<k+1>`` created with ``c=ret;t=<now>`` (If-None-Match
+   and read-back, as a claim): a claim and a removal, or two removals,
+   never both win a message;
+3. ``PUT n/<t>/<id>``, the tally: one object per removal whoever writes
+   it, so the count is exact with several cleaners and finishers;
+4. the message's objects are deleted and its group advanced
+   (``state.remove``); the ``ret`` lock stays until X-Delete-At as a
+   tombstone: an entry filed again for that attempt (a retried index
+   PUT, a late settle) loses to it and is dropped.
+
+**The count** (stats ``removed``) is the newest fold ``t/`` plus the
+tallies after it (``n/``, in name order).
+"""
+
+import datetime
+
+from zaqar_delay.drivers.swift import connection
+from zaqar_delay.drivers.swift import names
+
+# A "ret" lock this old whose message is still there lost its remover:
+# anyone meeting it finishes the removal. Younger, the lock may still be
+# a PUT racing the winner's (connection.Store.create).
+FINISH_AFTER_S = 10
+
+
+class Horizon:
+    """What retention keeps of one queue at one instant."""
+
+    __slots__ = ('cut', 'born_after', 'in_flight')
+
+    def __init__(self, cut=0, born_after=None, in_flight=None):
+        # Messages not in flight below this position are not kept.
+        self.cut = cut
+        # Kept by time iff created (ms) > born_after; None: no limit.
+        self.born_after = born_after
+        # {id: position} of the members of live claims (when computed).
+        self.in_flight = in_flight or {}
+
+    def keeps(self, pos, created):
+        """True if a message not in flight is kept."""
+        return pos >= self.cut and (self.born_after is None
+                                    or created > self.born_after)
+
+    def after(self, marker):
+        """The position after which to list messages that are not in
+        flight, for a read starting after ``marker`` (None: the start)."""
+        if not self.cut:
+            return marker
+        return max(-1 if marker is None else marker, self.cut - 1)
+
+
+KEEP_ALL = Horizon()
+
+
+def horizon(qs, retention, now, flights=False):
+    """The Horizon of ``retention`` at ``now``; with ``flights`` its
+    ``in_flight`` is filled even when ``length`` does not need it."""
+    if not retention.active:
+        return KEEP_ALL
+    if not retention.kept_length:
+        keep = _time_horizon(retention, now)
+        if flights and keep.cut:
+            keep.in_flight = in_flight(qs, now)
+        return keep
+    members = in_flight(qs, now)
+    return horizon_of(
+        _newest_first(qs, retention.kept_length + len(members) + 16),
+        retention, now, members)
+
+
+def horizon_of(entries, retention, now, members):
+    """The Horizon of ``retention`` given ``p/`` listing ``entries``,
+    newest first, read as far as needed, and the ``members`` of live
+    claims (a container of ids; {id: position} is kept as in_flight)."""
+    keep = _time_horizon(retention, now)
+    keep.in_flight = members
+    length = retention.kept_length
+    if not length:
+        return keep
+    counted = 0
+    for fields in down_to_cut(entries, keep):
+        if (fields['e'] <= now or fields['id'] in members
+                or not keep.keeps(fields['pos'], fields['cr'])):
+            continue
+        counted += 1
+        if counted == length:
+            keep.cut = fields['pos']
+            break
+    return keep
+
+
+def down_to_cut(entries, keep):
+    """The fields of ``p/`` listing ``entries`` (newest first) as long as
+    they are at or above the cut; entries not of ours are skipped."""
+    for entry in entries:
+        fields = names.position_fields(entry)
+        if fields is None:
+            continue
+        if fields['pos'] < keep.cut:
+            return
+        yield fields
+
+
+def _time_horizon(retention, now):
+    if not retention.time_ms:
+        return Horizon()
+    born_after = now - retention.time_ms
+    return Horizon((born_after + 1) * names.POS_PER_MS, born_after)
+
+
+def _newest_first(qs, first):
+    """``p/`` entries newest first, page by page as they are consumed,
+    the first page of ``first`` entries."""
+    marker, limit = None, min(first, connection.LISTING_LIMIT)
+    while True:
+        page = qs.store.listing(qs.c, 'p/', marker=marker, limit=limit,
+                                reverse=True)
+        yield from page
+        if len(page) < limit:
+            return
+        marker = page[-1]['name']
+        limit = connection.LISTING_LIMIT
+
+
+def in_flight(qs, now):
+    """{id: position} of every member of a live claim."""
+    hints = qs.store.listing_all(qs.c, 'x/', marker='x/' + names.ms(now)
+                                 + '0')
+    claim_ids = list(dict.fromkeys(names.parse_expiry(h['name'])[1]
+                                   for h in hints))
+    members = {}
+    for record in qs.store.parallel(qs.claim_record, claim_ids):
+        if record is not None and record['e'] > now:
+            members.update((m[0], m[1]) for m in record['m'])
+    return members
+
+
+def dropped(qs, keep, limit):
+    """Up to ``limit`` ``p/`` fields of the oldest messages that ``keep``
+    no longer keeps (in-flight ones left out), and whether the listing
+    was full."""
+    if not keep.cut:
+        return [], False
+    page = qs.store.listing(qs.c, 'p/',
+                            end_marker=names.position_obj(keep.cut),
+                            limit=limit)
+    victims = [f for f in map(names.position_fields, page)
+               if f is not None and f['id'] not in keep.in_flight]
+    return victims, len(page) == limit
+
+
+def sweep_groups(qs, keep, now, limit):
+    """Claims: remove up to ``limit`` dropped group members at the front
+    of the queue, so that a dropped head never blocks its group; members
+    beyond that wait for the next claim or the cleanup daemon."""
+    victims = dropped(qs, keep, limit)[0]
+    victims = [f for f in victims if f['g'] and f['e'] > now]
+    if victims:
+        drop(qs, victims, now)
+
+
+def drop(qs, victims, now):
+    """Remove the messages of ``victims`` (``p/`` fields) that retention
+    no longer keeps (module docstring); TTL-expired ones are removed
+    uncounted. Returns (removed and counted by this call, progress):
+    progress is False when nothing at all could be removed."""
+    cache = {}
+
+    def one(fields):
+        message_id = fields['id']
+        if fields['e'] <= now:
+            return 'expired', (message_id, fields['pos'], None, fields['g'])
+        attempt, params, modified = _latest_lock(qs, message_id)
+        holder = params.get('c')
+        if holder == names.RETAIN:
+            if _age_s(modified, now) <= FINISH_AFTER_S:
+                return None
+            if qs.store.head(qs.c, names.message_obj(message_id)):
+                tally(qs, int(params['t']), message_id)
+            return 'finished', (message_id, fields['pos'], attempt - 1,
+                                fields['g'])
+        if holder in names.TAKEN:
+            return None
+        if holder is not None:
+            record = qs.claim_record(holder, cache)
+            if record is not None and record['e'] > now:
+                return None
+        if qs.store.head(qs.c, names.message_obj(message_id)) is None:
+            # Its post is still running (or died: gc's TTL expiry).
+            return None
+        if not qs.store.create(
+                qs.c, names.lock_obj(message_id, attempt + 1),
+                content_type=names.content_type(c=names.RETAIN, t=now),
+                headers=qs.delete_at(now)):
+            return None
+        tally(qs, now, message_id)
+        return 'won', (message_id, fields['pos'], attempt, fields['g'])
+
+    results = [r for r in qs.store.parallel(one, victims) if r]
+    if results:
+        qs.remove([victim for _, victim in results], now)
+    return sum(1 for kind, _ in results if kind == 'won'), bool(results)
+
+
+def tally(qs, locked_ms, message_id):
+    qs.store.put(qs.c, names.tally_obj(locked_ms, message_id))
+
+
+def removed(qs):
+    """How many messages retention has removed from the queue."""
+    folded = qs.store.listing(qs.c, 't/', limit=1, reverse=True)
+    base, upto = 0, None
+    if folded:
+        params = names.ct_params(folded[0].get('content_type'))
+        base, upto = int(params['n']), params['upto']
+    return base + len(qs.store.listing_all(qs.c, 'n/', marker=upto))
+
+
+def _latest_lock(qs, message_id):
+    """(latest attempt, its Content-Type parameters, its last_modified)."""
+    best = (0, {}, None)
+    for entry in qs.store.listing(qs.c, names.lock_prefix(message_id)):
+        attempt = names.parse_lock(entry['name'])[1]
+        if attempt > best[0]:
+            best = (attempt, names.ct_params(entry.get('content_type')),
+                    entry.get('last_modified'))
+    return best
+
+
+def _age_s(last_modified, now_ms):
+    modified = datetime.datetime.fromisoformat(last_modified).replace(
+        tzinfo=datetime.timezone.utc)
+    return now_ms / 1000 - modified.timestamp()
+
+
+def clean(qs, retention, now, batch):
+    """The backend's ``_clean``: remove up to ``batch`` of the oldest
+    messages ``retention`` no longer keeps. Nothing to remove costs the
+    horizon and one listing, whatever the backlog."""
+    victims, full = dropped(qs, horizon(qs, retention, now), batch)
+    if not victims:
+        return 0, False
+    count, progress = drop(qs, victims, now)
+    return count, full and progress
