@@ -296,3 +296,51 @@ def test_claims_never_list_what_retention_dropped(driver, clock, make_queue,
     monkeypatch.setattr(driver.store, 'listing', listing)
     assert bodies(claim(driver, queue, project)[1]) == [298, 299]
     assert len(listed_names) <= 2
+
+
+def test_tallies_fold_into_one_total_and_are_never_counted_twice(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=1)
+    post(driver, queue, project, *range(6), ttl=3600)
+    assert clean(driver, queue, project) == 5
+    qs = driver.queue_state(queue, project)
+    # Too young to fold: a removal that old may still be writing its tally.
+    assert swift_retention.fold(qs, clock(), at_least=1) == 0
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    # Two folders at once: one total wins.
+    results = []
+    folders = [threading.Thread(target=lambda: results.append(
+        swift_retention.fold(qs, clock(), at_least=1))) for _ in range(2)]
+    for folder in folders:
+        folder.start()
+    for folder in folders:
+        folder.join()
+    assert sorted(results) == [0, 5]
+    assert objects(driver, qs, 'n/') == []
+    assert objects(driver, qs, 't/') == [names.total_obj(1)]
+    assert removed(driver, queue, project) == 5
+    # A folder that died before deleting what it folded: still counted once.
+    post(driver, queue, project, 6, 7, ttl=3600)
+    assert clean(driver, queue, project) == 2
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    tallies = objects(driver, qs, 'n/')
+    total = swift_retention._newest_fold(qs)
+    assert driver.store.create(qs.c, names.total_obj(2),
+                               content_type=names.content_type(
+                                   n=total[1] + 2, upto=tallies[-1]))
+    assert removed(driver, queue, project) == 7
+    assert swift_retention.fold(qs, clock(), at_least=1) == 0
+    assert removed(driver, queue, project) == 7
+
+
+def test_gc_folds_tallies(driver, clock, make_queue, project, monkeypatch):
+    monkeypatch.setattr(swift_retention, 'FOLD_AT', 2)
+    queue = kept_queue(make_queue, length=1)
+    post(driver, queue, project, *range(4), ttl=3600)
+    container = names.container(names.MESSAGES, queue, project)
+    driver._gc_and_clean(container)
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    driver._gc_and_clean(container)
+    qs = driver.queue_state(queue, project)
+    assert objects(driver, qs, 'n/') == []
+    assert removed(driver, queue, project) == 3

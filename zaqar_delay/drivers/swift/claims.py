@@ -48,7 +48,8 @@ class ClaimController(controller.ClaimController):
         qs.settle(now)
         # Messages retention dropped sort before the cut: never listed.
         keep = swift_retention.horizon(qs, policy.retention, now)
-        swift_retention.sweep_groups(qs, keep, now, limit)
+        if policy.group_key:
+            swift_retention.sweep_groups(qs, keep, now, limit)
         start = keep.cut and 'a/' + names.pos(keep.cut) or None
         claim_id = str(uuid.uuid4())
         record = {'t': ttl, 'g': grace, 'e': now + ttl * 1000,

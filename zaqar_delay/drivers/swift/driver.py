@@ -96,6 +96,10 @@ class DataDriver(base.DataDriver):
         meta = self.store.container_meta(container) or {}
         if 'queue' in meta:
             self.clean_queue(meta['queue'], meta.get('project') or None)
+            # Only after _gc_queue finished every abandoned removal.
+            retention.fold(state.QueueState(
+                self.store, container, self.store_conf.expiry_margin),
+                self.now_ms())
         return dropped
 
     def _gc_queue(self, container):

@@ -51,6 +51,13 @@ from zaqar_delay.drivers.swift import names
 # anyone meeting it finishes the removal. Younger, the lock may still be
 # a PUT racing the winner's (connection.Store.create).
 FINISH_AFTER_S = 10
+# Tallies are folded into a total once there are FOLD_AT older than
+# FOLD_AGE_S: by then every removal that old was finished and tallied
+# (gc finishes abandoned ones after 60 s), so no tally lands behind a fold.
+FOLD_AT = 1000
+FOLD_AGE_S = 300
+# Entries listed past ``length`` in the first page, for messages in flight.
+SLACK = 16
 
 
 class Horizon:
@@ -92,10 +99,13 @@ def horizon(qs, retention, now, flights=False):
         if flights and keep.cut:
             keep.in_flight = in_flight(qs, now)
         return keep
-    members = in_flight(qs, now)
-    return horizon_of(
-        _newest_first(qs, retention.kept_length + len(members) + 16),
-        retention, now, members)
+    # The live claims and the newest page of p/ in one round trip.
+    first = min(retention.kept_length + SLACK, connection.LISTING_LIMIT)
+    hints, page = qs.store.parallel(lambda read: read(), [
+        lambda: _live_hints(qs, now),
+        lambda: qs.store.listing(qs.c, 'p/', limit=first, reverse=True)])
+    return horizon_of(_newest_first(qs, page, first), retention, now,
+                      _members(qs, hints, now))
 
 
 def horizon_of(entries, retention, now, members):
@@ -138,24 +148,29 @@ def _time_horizon(retention, now):
     return Horizon((born_after + 1) * names.POS_PER_MS, born_after)
 
 
-def _newest_first(qs, first):
-    """``p/`` entries newest first, page by page as they are consumed,
-    the first page of ``first`` entries."""
-    marker, limit = None, min(first, connection.LISTING_LIMIT)
+def _newest_first(qs, page, limit):
+    """``p/`` entries newest first, from ``page`` (the first one, of
+    ``limit`` entries at most) on, listing more as they are consumed."""
     while True:
-        page = qs.store.listing(qs.c, 'p/', marker=marker, limit=limit,
-                                reverse=True)
         yield from page
         if len(page) < limit:
             return
-        marker = page[-1]['name']
         limit = connection.LISTING_LIMIT
+        page = qs.store.listing(qs.c, 'p/', marker=page[-1]['name'],
+                                limit=limit, reverse=True)
 
 
 def in_flight(qs, now):
     """{id: position} of every member of a live claim."""
-    hints = qs.store.listing_all(qs.c, 'x/', marker='x/' + names.ms(now)
-                                 + '0')
+    return _members(qs, _live_hints(qs, now), now)
+
+
+def _live_hints(qs, now):
+    return qs.store.listing_all(qs.c, 'x/',
+                                marker='x/' + names.ms(now) + '0')
+
+
+def _members(qs, hints, now):
     claim_ids = list(dict.fromkeys(names.parse_expiry(h['name'])[1]
                                    for h in hints))
     members = {}
@@ -237,13 +252,44 @@ def tally(qs, locked_ms, message_id):
 
 
 def removed(qs):
-    """How many messages retention has removed from the queue."""
+    """How many messages retention has removed from the queue: the
+    newest fold, plus the tallies after it. Tallies are listed first, so
+    a fold running meanwhile (which deletes the tallies it covers only
+    after writing its total) never counts one twice."""
+    tallies = qs.store.listing_all(qs.c, 'n/')
+    seq, base, upto = _newest_fold(qs)
+    return base + sum(1 for e in tallies if upto is None
+                      or e['name'] > upto)
+
+
+def fold(qs, now, at_least=None):
+    """gc, after it finished abandoned removals: fold the tallies older
+    than FOLD_AGE_S into one total ``t/<seq + 1>`` (created If-None-Match:
+    one of two folders wins), then delete them, so counting stays cheap.
+    Returns how many were folded (none while fewer than ``at_least``,
+    default FOLD_AT, are ripe)."""
+    seq, base, upto = _newest_fold(qs)
+    ripe = qs.store.listing(
+        qs.c, 'n/', marker=upto,
+        end_marker=names.tally_obj(now - FOLD_AGE_S * 1000, ''))
+    if not ripe or len(ripe) < (at_least or FOLD_AT):
+        return 0
+    if not qs.store.create(qs.c, names.total_obj(seq + 1),
+                           content_type=names.content_type(
+                               n=base + len(ripe), upto=ripe[-1]['name'])):
+        return 0
+    qs.store.delete_many(qs.c, [e['name'] for e in ripe] + [
+        names.total_obj(s) for s in range(max(0, seq - 1), seq + 1)])
+    return len(ripe)
+
+
+def _newest_fold(qs):
+    """(seq, count, last tally name covered) of the newest fold."""
     folded = qs.store.listing(qs.c, 't/', limit=1, reverse=True)
-    base, upto = 0, None
-    if folded:
-        params = names.ct_params(folded[0].get('content_type'))
-        base, upto = int(params['n']), params['upto']
-    return base + len(qs.store.listing_all(qs.c, 'n/', marker=upto))
+    if not folded:
+        return 0, 0, None
+    params = names.ct_params(folded[0].get('content_type'))
+    return (int(folded[0]['name'][2:]), int(params['n']), params['upto'])
 
 
 def _latest_lock(qs, message_id):
