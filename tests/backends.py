@@ -16,15 +16,18 @@ from zaqar.storage.redis import driver as zaqar_redis
 from zaqar_delay import conf as zd_conf
 
 
-def make_conf(**groups):
-    """A Zaqar configuration with ``groups`` ({group: {opt: value}}) set."""
+def make_conf(config_files=(), **groups):
+    """A Zaqar configuration read from ``config_files`` (for sections that
+    only files can add, such as ``[retention:<queue>]``), with ``groups``
+    ({group: {opt: value}}) set."""
     conf = cfg.ConfigOpts()
     zaqar_conf.configure(conf)
     log.register_options(conf)
     profiler_opts.set_defaults(conf)
     for group, options in zd_conf.list_opts():
         conf.register_opts(options, group=group)
-    conf([], project='zaqar')
+    conf([arg for path in config_files
+          for arg in ('--config-file', str(path))], project='zaqar')
     # The suite and the benchmarks claim and list bigger batches than
     # Zaqar's default bound of 20; test_bounds.py tests the bounds.
     groups = dict({'transport': {'max_messages_per_claim_or_pop': 1000,

@@ -39,8 +39,21 @@ def backend_name(request):
 
 
 @pytest.fixture
-def conf():
-    return backends.make_conf()
+def operator_config():
+    """Text of a configuration file the drivers read (as an operator's
+    zaqar.conf), ``{project}`` standing for the test's project. A test
+    parametrizes this to set [retention] and its override sections before
+    the driver and its controllers are built."""
+    return ''
+
+
+@pytest.fixture
+def conf(operator_config, tmp_path, project):
+    if not operator_config:
+        return backends.make_conf()
+    path = tmp_path / 'operator.conf'
+    path.write_text(operator_config.format(project=project))
+    return backends.make_conf(config_files=[path])
 
 
 @pytest.fixture

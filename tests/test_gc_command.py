@@ -1,8 +1,20 @@
-"""``zaqar-delay-gc`` survives store outages: it reports each failed pass
-and tries again with backoff instead of exiting."""
+"""``zaqar-delay-gc``: it survives store outages (it reports each failed
+pass and tries again with backoff instead of exiting), paces its passes and
+batches with the [retention] options or their flags, reports each pass, and
+two of them on one store remove every message once."""
+
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 
+from tests import backends
+from tests.contract.helpers import bodies, listed, post
+from tests.servers import redis_server
+from tests.servers import zaqar_server
+from zaqar_delay import driver as zd_driver
 from zaqar_delay import errors
 from zaqar_delay.cmd import gc as gc_command
 
@@ -12,40 +24,60 @@ class Stop(Exception):
 
 
 class FlakyStore:
-    """gc() fails ``failures`` times, then succeeds."""
+    """gc() fails ``failures`` times, then succeeds, each pass taking
+    ``seconds`` on the daemon's clock."""
 
-    def __init__(self, failures):
+    def __init__(self, failures, seconds=0, result=None):
         self.failures = failures
+        self.seconds = seconds
+        self.result = result or zd_driver.GcPass(queues=3, expired=7)
         self.passes = 0
+        self.clock = None
+        self.conf = None
 
     def gc(self):
         self.passes += 1
+        self.clock.now += self.seconds
         if self.passes <= self.failures:
             raise errors.BackendUnavailable(backend='Redis',
                                             reason='connection refused')
-        return 7
+        return self.result
+
+
+class Clock:
+    """time.monotonic of the daemon: moves only by sleeps and passes."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
 
 
 @pytest.fixture
 def run(monkeypatch):
-    def run(store, *argv, stop_after=None):
+    def run(store, *argv, stop_after=None, config='/dev/null'):
         class Bootstrap:
             def __init__(self, conf):
+                store.conf = conf
                 self.storage = type('Pipeline', (), {'_storage': store})()
 
         sleeps = []
+        store.clock = clock = Clock()
 
         def sleep(seconds):
             sleeps.append(seconds)
+            clock.now += seconds
             if stop_after is not None and len(sleeps) >= stop_after:
                 raise Stop()
 
         monkeypatch.setattr(gc_command.bootstrap, 'Bootstrap', Bootstrap)
         monkeypatch.setattr(gc_command.time, 'sleep', sleep)
+        monkeypatch.setattr(gc_command.time, 'monotonic', clock)
         # Keep pytest's log capture: oslo.log would replace its handler.
         monkeypatch.setattr(gc_command.logging, 'setup', lambda *a: None)
         try:
-            code = gc_command.main(['--config-file', '/dev/null', *argv])
+            code = gc_command.main(['--config-file', config, *argv])
         except Stop:
             code = None
         return code, sleeps
@@ -69,3 +101,122 @@ def test_the_daemon_backs_off_through_an_outage(run, caplog):
 def test_once_reports_a_failed_pass_with_its_exit_status(run):
     assert run(FlakyStore(failures=1), '--once') == (1, [])
     assert run(FlakyStore(failures=0), '--once') == (0, [])
+
+
+def test_passes_are_paced_to_full_scan_time(run):
+    # Each pass takes 10 s: the daemon waits out the rest of 25 s.
+    store = FlakyStore(failures=0, seconds=10)
+    code, sleeps = run(store, '--full_scan_time', '25', stop_after=3)
+    assert sleeps == [15, 15, 15]
+    # A pass slower than the pace is followed by the next one at once.
+    store = FlakyStore(failures=0, seconds=40)
+    assert run(store, '--full_scan_time', '25', stop_after=2)[1] == [0, 0]
+
+
+def test_interval_is_a_deprecated_name_of_full_scan_time(run):
+    store = FlakyStore(failures=0, seconds=1)
+    assert run(store, '--interval', '30', stop_after=2)[1] == [29, 29]
+    assert store.conf.retention.full_scan_time == 30
+
+
+def test_pacing_comes_from_retention_options_unless_a_flag_is_given(
+        run, tmp_path):
+    config = tmp_path / 'zaqar.conf'
+    config.write_text('[retention]\ntuples_per_iteration = 40\n'
+                      'iteration_delay = 0.5\nfull_scan_time = 12\n')
+    store = FlakyStore(failures=0, seconds=2)
+    assert run(store, config=str(config), stop_after=1)[1] == [10]
+    assert (store.conf.retention.tuples_per_iteration,
+            store.conf.retention.iteration_delay) == (40, 0.5)
+    store = FlakyStore(failures=0)
+    run(store, '--tuples_per_iteration', '7', '--iteration_delay', '0',
+        '--full_scan_time', '3', '--once', config=str(config))
+    retention = store.conf.retention
+    # The data driver reads these: the flags override the file.
+    assert (retention.tuples_per_iteration, retention.iteration_delay,
+            retention.full_scan_time) == (7, 0, 3)
+
+
+@pytest.mark.parametrize('flag, value', [
+    ('--tuples_per_iteration', '0'), ('--iteration_delay', '-1'),
+    ('--full_scan_time', '0')])
+def test_pacing_flags_out_of_range_are_refused(run, flag, value):
+    store = FlakyStore(failures=0)
+    with pytest.raises(SystemExit):
+        run(store, flag, value, '--once')
+    assert store.passes == 0
+
+
+def test_verbose_prints_each_pass_with_counts_and_rate(run, capsys):
+    result = zd_driver.GcPass(queues=12, skipped=1, expired=30,
+                              retention=170)
+    store = FlakyStore(failures=0, seconds=4, result=result)
+    assert run(store, '--once', '--verbose') == (0, [])
+    line = capsys.readouterr().out.strip()
+    assert line == ('gc pass 1: 12 queues (1 skipped), 30 expired removed, '
+                    '170 removed by retention, 4.00 s, 50.0 messages/s')
+    run(FlakyStore(failures=0), '--once')
+    assert capsys.readouterr().out == ''
+
+
+@pytest.fixture
+def own_redis():
+    """A Redis server of this test alone: gc visits every queue of its
+    store, and the counts below must be this test's only."""
+    try:
+        server = redis_server.RedisServer().start()
+    except redis_server.RedisUnavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+def test_two_daemons_remove_a_retention_backlog_once_in_all(own_redis,
+                                                            tmp_path,
+                                                            request):
+    from zaqar_delay.drivers.redis import driver as redis_driver
+    kept, posted = 100, 1000
+    config = zaqar_server.write_config(
+        str(tmp_path), own_redis.url, 0, 'delay.redis',
+        {'uri': own_redis.url.replace('redis://', 'delay.redis://')},
+        extra='[retention]\nlength = {}\n'.format(kept))
+    conf = backends.make_conf(config_files=[config])
+    driver = redis_driver.DataDriver(
+        conf, None, backends.control_driver(conf, own_redis.url))
+    request.addfinalizer(driver.close)
+    queues = ['q%d' % i for i in range(6)]
+    messages = driver.message_controller
+
+    def removed():
+        return sum(messages.stats(queue, 'p')['retention']['removed']
+                   for queue in queues)
+
+    for queue in queues:
+        driver.queue_controller.create(queue, project='p')
+        for start in range(0, posted, 100):
+            post(driver, queue, 'p', *range(start, start + 100))
+    before = removed()
+    script = os.path.join(os.path.dirname(sys.executable), 'zaqar-delay-gc')
+    daemons = [subprocess.Popen(
+        [script, '--config-file', config, '--once', '--verbose',
+         '--tuples_per_iteration', '25'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)]
+    outputs = [daemon.communicate(timeout=600) for daemon in daemons]
+    assert [daemon.returncode for daemon in daemons] == [0, 0], outputs
+    reported = [int(re.search(r'(\d+) removed by retention', out).group(1))
+                for out, _ in outputs]
+    # Nothing expired (ttl 300): a retention removal is not also counted
+    # as an expired one.
+    assert [int(re.search(r'(\d+) expired removed', out).group(1))
+            for out, _ in outputs] == [0, 0]
+    # Each removal once: the queues keep exactly their newest messages,
+    # stats count every other one once, and the daemons' own counts add
+    # up to what was left for them to remove.
+    for queue in queues:
+        assert bodies(listed(driver, queue, 'p')) == list(
+            range(posted - kept, posted))
+        assert messages.stats(queue, 'p')['retention']['removed'] == \
+            posted - kept
+    assert sum(reported) == removed() - before == \
+        len(queues) * (posted - kept) - before

@@ -5,6 +5,7 @@ classes; this base registers the options (the backend's and the shared
 limits), builds each controller once, and reports health the same way.
 """
 
+import dataclasses
 import time
 
 from oslo_log import log as logging
@@ -19,6 +20,27 @@ from zaqar_delay.conf import retention as retention_options
 LOG = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass
+class GcPass:
+    """What one gc() pass did (zaqar-delay-gc --verbose prints it)."""
+
+    queues: int = 0     # queues visited
+    skipped: int = 0    # of which failed (logged, left for the next pass)
+    expired: int = 0    # expired messages removed
+    retention: int = 0  # messages removed because retention no longer
+                        # keeps them (each counted once, in stats too)
+    seconds: float = 0.0
+
+    @property
+    def removed(self):
+        return self.expired + self.retention
+
+    def __int__(self):
+        # The count gc() returned before it returned a GcPass, so that
+        # "%d" log lines of callers keep working.
+        return self.expired
+
+
 class DataDriver(storage.DataDriverBase):
 
     # Set by each backend.
@@ -26,6 +48,9 @@ class DataDriver(storage.DataDriverBase):
     MESSAGE_CONTROLLER = None
     CLAIM_CONTROLLER = None
     SUBSCRIPTION_CONTROLLER = None
+
+    # The GcPass of the gc() in progress, which clean_queue adds to.
+    _gc_pass = None
 
     def __init__(self, conf, cache, control_driver):
         super().__init__(conf, cache, control_driver)
@@ -53,32 +78,49 @@ class DataDriver(storage.DataDriverBase):
         isolated: a queue that fails is logged with its name and the reason
         and skipped, so no queue can stop gc for the others. An unreachable
         store stops the pass (the error is raised; zaqar-delay-gc backs off
-        and tries again). Returns the sum of what ``settle`` returned."""
-        dropped = skipped = 0
-        for name, settle in queues:
-            try:
-                dropped += settle()
-            except Exception as exc:
-                if (isinstance(exc, storage_errors.ConnectionError)
-                        and not self.is_alive()):
-                    raise
-                skipped += 1
-                LOG.error('gc skipped %s: %s', name, exc)
-        if skipped:
-            LOG.warning('gc skipped %d queues this pass', skipped)
-        return dropped
+        and tries again). ``settle`` returns how many expired messages it
+        removed and calls :meth:`clean_queue` for its queue, which adds what
+        retention removed to the pass itself. Returns the pass's
+        :class:`GcPass`."""
+        result = GcPass()
+        started = time.monotonic()
+        # One pass at a time per driver: zaqar-delay-gc and Zaqar's gc()
+        # hook call gc() from one thread.
+        self._gc_pass = result
+        try:
+            for name, settle in queues:
+                result.queues += 1
+                try:
+                    result.expired += settle()
+                except Exception as exc:
+                    if (isinstance(exc, storage_errors.ConnectionError)
+                            and not self.is_alive()):
+                        raise
+                    result.skipped += 1
+                    LOG.error('gc skipped %s: %s', name, exc)
+        finally:
+            self._gc_pass = None
+            result.seconds = time.monotonic() - started
+        if result.skipped:
+            LOG.warning('gc skipped %d queues this pass', result.skipped)
+        return result
 
     def clean_queue(self, queue, project):
         """Remove what retention no longer keeps from one queue, in
         batches of ``tuples_per_iteration`` with ``iteration_delay``
-        between them; returns how many messages were removed. Each batch
-        is one bounded store step, safe on several hosts at once."""
+        between them; returns how many messages were removed (and, inside
+        :meth:`gc_each`, adds them to the pass). Each batch is one bounded
+        store step, safe on several hosts at once."""
         batch = self.retention_conf.tuples_per_iteration
         removed = 0
         while True:
             count, more = self.message_controller.clean(queue, project,
                                                         batch)
             removed += count
+            if self._gc_pass is not None:
+                # Per batch, so a queue that fails half way still reports
+                # what it removed.
+                self._gc_pass.retention += count
             if not more:
                 return removed
             if self.retention_conf.iteration_delay:

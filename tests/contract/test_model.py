@@ -2,8 +2,9 @@
 
 Hypothesis drives random sequences of posts (grouped or not, with or without
 their own delay), claims, deletes, releases and clock moves against a real
-backend and the reference at once, and checks that they hand out the same
-messages in the same order and agree on how many are left.
+backend and the reference at once, on a queue with or without retention
+(``_retention`` time and length), and checks that they hand out the same
+messages in the same order and agree on which are left.
 """
 
 import uuid
@@ -14,7 +15,7 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize,
                                  invariant, precondition, rule,
                                  run_state_machine_as_test)
 
-from tests.contract.helpers import CLIENT
+from tests.contract.helpers import CLIENT, bodies, listed
 from tests.reference import ReferenceQueue
 
 POLICY = {'_default_message_delay': 10, '_message_group_key': 'g',
@@ -26,12 +27,15 @@ def test_backend_behaves_like_the_reference(driver, project, clock,
                                             backend_name):
     class Machine(RuleBasedStateMachine):
 
-        @initialize()
-        def fresh_queue(self):
+        @initialize(time=st.sampled_from([0, 45]),
+                    length=st.sampled_from([0, 3]))
+        def fresh_queue(self, time, length):
             self.queue = 'model-' + uuid.uuid4().hex[:8]
-            driver.queue_controller.create(self.queue, metadata=POLICY,
+            metadata = dict(POLICY, _retention={'time': time,
+                                                'length': length})
+            driver.queue_controller.create(self.queue, metadata=metadata,
                                            project=project)
-            self.model = ReferenceQueue(10, 'g', 5)
+            self.model = ReferenceQueue(10, 'g', 5, time, length)
             self.serial = 0
             self.claims = {}
 
@@ -95,6 +99,14 @@ def test_backend_behaves_like_the_reference(driver, project, clock,
                 stats = driver.message_controller.stats(self.queue,
                                                          project)['messages']
                 assert stats['total'] == self.model.total(clock())
+
+        @invariant()
+        def same_messages_listed(self):
+            if hasattr(self, 'model'):
+                assert bodies(listed(driver, self.queue, project,
+                                     include_claimed=True,
+                                     include_delayed=True)) == \
+                    self.model.bodies(clock())
 
     run_state_machine_as_test(Machine, settings=settings(
         max_examples=EXAMPLES.get(backend_name, 25), stateful_step_count=25,

@@ -9,13 +9,15 @@ from tests.servers import zaqar_server
 
 
 @pytest.fixture
-def zaqar_url(backend_name, request):
-    """Zaqar's real WSGI app on ``backend_name``, served on loopback."""
+def zaqar_url(backend_name, request, operator_config, project):
+    """Zaqar's real WSGI app on ``backend_name``, served on loopback, its
+    zaqar.conf ending with ``operator_config``."""
     factory = importlib.import_module('tests.factories.' + backend_name)
     store, options = factory.zaqar_store(request)
     redis_url = request.getfixturevalue('redis_url')
-    config = zaqar_server.write_config(tempfile.mkdtemp(prefix='zd-conf-'),
-                                       redis_url, 0, store, options)
+    config = zaqar_server.write_config(
+        tempfile.mkdtemp(prefix='zd-conf-'), redis_url, 0, store, options,
+        extra=operator_config.format(project=project))
     app = zaqar_server.WsgiApp(config).start()
     yield app.url
     app.stop()

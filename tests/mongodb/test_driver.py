@@ -137,7 +137,7 @@ def test_gc_drops_expired_messages_and_returns_lapsed_claims(driver, clock,
     post(driver, 'q', project, 'long', ttl=1000)
     claim(driver, 'q', project, limit=2, ttl=20, grace=0)
     clock.advance(31)
-    assert driver.gc() == 1
+    assert driver.gc().expired == 1
     raw = driver.messages.raw
     assert raw.count_documents(fields.queue_filter('q', project)) == 1
     doc = raw.find_one(fields.queue_filter('q', project))

@@ -6,7 +6,10 @@ command reads the same ``zaqar.conf`` and calls the data driver's ``gc()``
 (every pool's, with pooling): expired claims are redelivered, due messages
 promoted, expired messages removed, and dead-letter moves that a crashed API
 node left half done are finished. Every step is atomic in the store, so
-several hosts may run it at once. A queue that fails is logged and skipped;
+several hosts may run it at once. It also removes what retention no
+longer keeps (driver.clean_queue), paced by the [retention] options
+tuples_per_iteration, iteration_delay and full_scan_time, each of which a
+flag of the same name overrides. A queue that fails is logged and skipped;
 a store outage is logged and retried with backoff, never the end of the
 daemon.
 """
@@ -17,14 +20,34 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from zaqar import bootstrap
 
+from zaqar_delay import conf as zd_conf
+from zaqar_delay.conf import retention
+
 LOG = logging.getLogger(__name__)
+
+
+def _pacing_flag(option, **kwargs):
+    """A flag for a [retention] daemon option: unset, the option's value
+    (from zaqar.conf, else its default) holds."""
+    return type(option)(
+        option.name, default=None, min=option.type.min, max=option.type.max,
+        help=option.help + ' Default: [retention] ' + option.name + '.',
+        **kwargs)
+
 
 CLI_OPTS = [
     cfg.BoolOpt('once', default=False,
                 help='Run one pass over every queue, then exit (with status '
                      '1 if the pass failed).'),
-    cfg.IntOpt('interval', default=60, min=1,
-               help='Seconds to sleep between passes when not --once.'),
+    # --interval was the pause between passes; a pace is the better knob
+    # (a slow pass is not followed by a full pause), so it now sets it.
+    _pacing_flag(retention.full_scan_time, deprecated_name='interval'),
+    _pacing_flag(retention.tuples_per_iteration),
+    _pacing_flag(retention.iteration_delay),
+    cfg.BoolOpt('verbose', default=False,
+                help='Print one line per pass: queues visited, expired '
+                     'messages removed, messages removed by retention, '
+                     'seconds taken and messages removed per second.'),
     cfg.IntOpt('max_backoff', default=300, min=1,
                help='After a failed pass (the store unreachable), the next '
                     'one is tried after 1 s, then 2, 4, ... seconds, at most '
@@ -38,12 +61,13 @@ def main(argv=None):
     logging.register_options(conf)
     conf(argv, project='zaqar', prog='zaqar-delay-gc')
     logging.setup(conf, 'zaqar-delay-gc')
+    pacing = _apply_pacing_flags(conf)
     store = bootstrap.Bootstrap(conf).storage._storage
-    failures = 0
+    failures = passes = 0
     while True:
         started = time.monotonic()
         try:
-            removed = store.gc()
+            result = store.gc()
         except Exception as exc:
             # The driver's gc() isolates queues (driver.gc_each): what
             # reaches here is the store itself failing. Report it and try
@@ -59,8 +83,38 @@ def main(argv=None):
         if failures:
             LOG.warning('gc pass succeeded after %d failed passes', failures)
             failures = 0
-        LOG.info('gc pass done in %.2f s, %s expired messages removed',
-                 time.monotonic() - started, removed)
+        passes += 1
+        seconds = time.monotonic() - started
+        report = _report(passes, result, seconds)
+        LOG.info('%s', report)
+        if conf.verbose:
+            print(report, flush=True)
         if conf.once:
             return 0
-        time.sleep(conf.interval)
+        # Pace the passes: a pass that took less than full_scan_time waits
+        # out the rest, a slower one is followed by the next at once.
+        time.sleep(max(0.0, pacing.full_scan_time - seconds))
+
+
+def _apply_pacing_flags(conf):
+    """Let the flags that were given override [retention] (which the data
+    driver reads); return the [retention] group."""
+    zd_conf.register(conf, retention)
+    for option in retention.DAEMON_OPTS:
+        value = conf[option.name]
+        if value is not None:
+            conf.set_override(option.name, value, group=retention.GROUP_NAME)
+    return conf[retention.GROUP_NAME]
+
+
+def _report(number, result, seconds):
+    """One line on what a pass did (``result``: driver.GcPass; a store
+    whose gc() reports nothing, as Zaqar's pooling driver, gets times
+    only)."""
+    if result is None:
+        return 'gc pass {} done in {:.2f} s'.format(number, seconds)
+    return ('gc pass {}: {} queues ({} skipped), {} expired removed, {} '
+            'removed by retention, {:.2f} s, {:.1f} messages/s').format(
+                number, result.queues, result.skipped, result.expired,
+                result.retention, seconds, result.removed / seconds if seconds
+                else 0.0)
