@@ -222,14 +222,16 @@ def test_a_retried_post_cannot_resurrect_a_removed_message(
     qs = driver.queue_state(queue, project)
     headers, body = driver.store.get(qs.c, names.message_obj(ids[0]))
     assert clean(driver, queue, project) == 1
+    # With 'b' in flight nothing else counts towards length: only the
+    # stored cut hides 'a' now. Forget it, to see the ret lock do it.
+    assert bodies(claim(driver, queue, project)[1]) == ['b']
+    driver.store.delete_many(qs.c, objects(driver, qs, 'k/'))
     # The retried PUT lands, and the post files the message.
     assert driver.store.put(qs.c, names.message_obj(ids[0]), body,
                             content_type='application/json', headers={
                                 'X-Delete-At': headers['x-delete-at']},
                             exclusive=True)
     qs.make_available(json.loads(body)['p'], ids[0], 1, 0, clock())
-    # 'b' in flight: nothing else is retained, the cut is gone.
-    assert bodies(claim(driver, queue, project)[1]) == ['b']
     assert claim(driver, queue, project)[1] == []
     assert objects(driver, qs, 'a/') == []
 
@@ -296,6 +298,27 @@ def test_claims_never_list_what_retention_dropped(driver, clock, make_queue,
     monkeypatch.setattr(driver.store, 'listing', listing)
     assert bodies(claim(driver, queue, project)[1]) == [298, 299]
     assert len(listed_names) <= 2
+
+
+def test_what_length_dropped_stays_gone_when_newer_messages_leave(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=2)
+    ids = post(driver, queue, project, 'a', 'b', 'c')
+    assert bodies(listed(driver, queue, project)) == ['b', 'c']
+    qs = driver.queue_state(queue, project)
+    # The listing stored the cut it saw (b's position)...
+    b_pos = driver.message_controller.get(queue, ids[1], project).position
+    assert objects(driver, qs, 'k/') == [names.cut_obj(b_pos)]
+    # ...so a stays gone after c is deleted (two messages are left).
+    driver.message_controller.delete(queue, ids[2], project)
+    assert bodies(listed(driver, queue, project)) == ['b']
+    assert bodies(claim(driver, queue, project)[1]) == ['b']
+    # gc keeps the highest cut only.
+    post(driver, queue, project, 'd', 'e', 'f')
+    assert len(listed(driver, queue, project)) == 2
+    assert len(objects(driver, qs, 'k/')) == 2
+    driver._gc_and_clean(qs.c)
+    assert len(objects(driver, qs, 'k/')) == 1
 
 
 def test_tallies_fold_into_one_total_and_are_never_counted_twice(

@@ -96,10 +96,11 @@ class DataDriver(base.DataDriver):
         meta = self.store.container_meta(container) or {}
         if 'queue' in meta:
             self.clean_queue(meta['queue'], meta.get('project') or None)
+            qs = state.QueueState(self.store, container,
+                                  self.store_conf.expiry_margin)
             # Only after _gc_queue finished every abandoned removal.
-            retention.fold(state.QueueState(
-                self.store, container, self.store_conf.expiry_margin),
-                self.now_ms())
+            retention.fold(qs, self.now_ms())
+            retention.prune_cuts(qs)
         return dropped
 
     def _gc_queue(self, container):

@@ -41,8 +41,8 @@ def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
             holder[message_id] = (attempt, names.ct_params(
                 entry.get('content_type')).get('c'))
     claimed = {mid for mid, (_, c) in holder.items() if c in live_claims}
-    keep = swift_retention.horizon_of(reversed(positions), retention, now,
-                                      claimed)
+    keep = swift_retention.horizon_of(qs, reversed(positions), retention,
+                                      now, claimed)
     live = set()
     for entry in positions:
         fields = names.position_fields(entry)

@@ -284,6 +284,11 @@ class MessageController(controller.MessageController):
 
     # -- deletes -----------------------------------------------------------
 
+    def _pin_cut(self, queue, project, qs, now):
+        """Before messages leave: store the length cut they leave behind,
+        so what it drops stays gone (retention.py)."""
+        swift_retention.horizon(qs, self.retention_of(queue, project), now)
+
     def _targets(self, qs, message_ids, now):
         """(message, claim count, live claim id) of each live message."""
         cache = {}
@@ -299,6 +304,7 @@ class MessageController(controller.MessageController):
     def _delete(self, queue, project, message_id, claim_id):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        self._pin_cut(queue, project, qs, now)
         targets = self._targets(qs, [message_id], now)
         if not targets:
             return
@@ -318,6 +324,7 @@ class MessageController(controller.MessageController):
             return
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        self._pin_cut(queue, project, qs, now)
         targets = self._targets(qs, message_ids, now)
         if claim_ids:
             allowed = set(claim_ids)
@@ -382,7 +389,7 @@ class MessageController(controller.MessageController):
                    if mid in live and holder in live_claims}
         # What retention keeps, from the listing already read.
         keep = swift_retention.horizon_of(
-            reversed(positions), retention, now, claimed)
+            qs, reversed(positions), retention, now, claimed)
         live = {mid: item for mid, item in live.items()
                 if mid in claimed or keep.keeps(item[0], item[1]['cr'])}
         group_of = {mid: group_of[mid] for mid in live}

@@ -52,6 +52,9 @@ object                     holds
 ``t/S``                    folded retention count number S: Content-Type
                            ``n`` (removals) and ``upto`` (the last ``n/``
                            name it covers); the newest one wins.
+``k/P``                    a length cut some operation saw: messages not
+                           in flight below the highest P stay gone, even
+                           when the newer ones that pushed them out leave.
 ``r/I``                    message I arrived here as a copy (dead letter,
                            moved group); kept RECEIVED_MEMORY_S past its
                            expiry, so gc finishing that move again skips
@@ -209,6 +212,11 @@ def tally_obj(locked_ms, message_id):
     """One retention removal: named by its lock's time and the id, so
     every node finishing that removal writes the same object."""
     return 'n/%s/%s' % (ms(locked_ms), enc(message_id))
+
+
+def cut_obj(position):
+    """A retention length cut an operation saw (retention.py)."""
+    return 'k/' + pos(position)
 
 
 def total_obj(seq):

@@ -14,6 +14,13 @@ kept when its position is at least the cut and, where a reader has its
   stops at the ``length``-th; its position is the cut. It reads about
   ``length`` + (messages in flight) entries: it grows with the setting,
   never with the backlog behind it.
+* What length dropped stays gone, even when the newer messages that
+  pushed it out leave (claimed, deleted, expired): an operation that
+  sees a length cut above the highest stored one stores it
+  (``PUT k/<cut>``, read in the same round trip), and the cut is never
+  below the highest ``k/``. Deletes store theirs before deleting. gc
+  keeps the highest ``k/`` only. A message under a live claim is not
+  judged; once its claim ends it is, against that cut too.
 
 Claims and default listings start their ``a/`` listing at the cut, so the
 messages retention dropped cost them nothing. Positions of posts that
@@ -99,24 +106,31 @@ def horizon(qs, retention, now, flights=False):
         if flights and keep.cut:
             keep.in_flight = in_flight(qs, now)
         return keep
-    # The live claims and the newest page of p/ in one round trip.
+    # The live claims, the newest page of p/ and the stored cut in one
+    # round trip.
     first = min(retention.kept_length + SLACK, connection.LISTING_LIMIT)
-    hints, page = qs.store.parallel(lambda read: read(), [
+    hints, page, stored = qs.store.parallel(lambda read: read(), [
         lambda: _live_hints(qs, now),
-        lambda: qs.store.listing(qs.c, 'p/', limit=first, reverse=True)])
-    return horizon_of(_newest_first(qs, page, first), retention, now,
-                      _members(qs, hints, now))
+        lambda: qs.store.listing(qs.c, 'p/', limit=first, reverse=True),
+        lambda: stored_cut(qs)])
+    return horizon_of(qs, _newest_first(qs, page, first), retention, now,
+                      _members(qs, hints, now), stored)
 
 
-def horizon_of(entries, retention, now, members):
+def horizon_of(qs, entries, retention, now, members, stored=None):
     """The Horizon of ``retention`` given ``p/`` listing ``entries``,
-    newest first, read as far as needed, and the ``members`` of live
-    claims (a container of ids; {id: position} is kept as in_flight)."""
+    newest first, read as far as needed, the ``members`` of live claims
+    (a container of ids; {id: position} is kept as in_flight) and the
+    ``stored`` cut (read when None). A length cut above the stored one
+    is stored."""
     keep = _time_horizon(retention, now)
     keep.in_flight = members
     length = retention.kept_length
     if not length:
         return keep
+    if stored is None:
+        stored = stored_cut(qs)
+    keep.cut = max(keep.cut, stored)
     counted = 0
     for fields in down_to_cut(entries, keep):
         if (fields['e'] <= now or fields['id'] in members
@@ -124,9 +138,17 @@ def horizon_of(entries, retention, now, members):
             continue
         counted += 1
         if counted == length:
+            if fields['pos'] > stored:
+                qs.store.put(qs.c, names.cut_obj(fields['pos']))
             keep.cut = fields['pos']
             break
     return keep
+
+
+def stored_cut(qs):
+    """The highest length cut an operation has seen, 0 if none."""
+    found = qs.store.listing(qs.c, 'k/', limit=1, reverse=True)
+    return int(found[0]['name'][2:]) if found else 0
 
 
 def down_to_cut(entries, keep):
@@ -281,6 +303,12 @@ def fold(qs, now, at_least=None):
     qs.store.delete_many(qs.c, [e['name'] for e in ripe] + [
         names.total_obj(s) for s in range(max(0, seq - 1), seq + 1)])
     return len(ripe)
+
+
+def prune_cuts(qs):
+    """gc: delete every stored cut but the highest."""
+    cuts = qs.store.listing_all(qs.c, 'k/')
+    qs.store.delete_many(qs.c, [e['name'] for e in cuts[:-1]])
 
 
 def _newest_fold(qs):
