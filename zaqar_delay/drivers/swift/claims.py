@@ -21,6 +21,7 @@ from zaqar_delay import controller
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import retention as swift_retention
 
 # Extra entries listed per round: some may be stale or lost to a rival.
 OVERFETCH = 2
@@ -45,12 +46,17 @@ class ClaimController(controller.ClaimController):
         now = self.driver.now_ms()
         qs = self.driver.queue_state(queue, project)
         qs.settle(now)
+        # Messages retention dropped sort before the cut: never listed.
+        keep = swift_retention.horizon(qs, policy.retention, now)
+        if policy.group_key:
+            swift_retention.sweep_groups(qs, keep, now, limit)
+        start = keep.cut and 'a/' + names.pos(keep.cut) or None
         claim_id = str(uuid.uuid4())
         record = {'t': ttl, 'g': grace, 'e': now + ttl * 1000,
                   'rd': policy.redelivery_delay, 'm': []}
         keep_until = record['e'] + grace * 1000
         won, seen, taken = [], set(), set()
-        marker, exhausted = None, False
+        marker, exhausted = start, False
         while len(won) < limit and not exhausted:
             wanted = (limit - len(won)) * OVERFETCH
             page = self._store.listing(qs.c, 'a/', marker=marker,
@@ -72,7 +78,7 @@ class ClaimController(controller.ClaimController):
             if qs.advanced != advanced and len(won) < limit:
                 # A head left: its group's next member may sort before the
                 # marker. List again from the start (seen entries skipped).
-                marker, exhausted = None, False
+                marker, exhausted = start, False
         if mode == 'claim' and record['m'] and (
                 not won or self._overran(record)):
             # Nothing won, or the claim took so long that another node may

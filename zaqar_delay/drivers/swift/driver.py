@@ -21,6 +21,7 @@ from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import retention
 from zaqar_delay.drivers.swift import state
 from zaqar_delay.drivers.swift import subscriptions
 
@@ -79,14 +80,27 @@ class DataDriver(base.DataDriver):
     def gc(self):
         """Settle every queue: redeliver expired claims, promote due
         messages, delete expired ones, finish abandoned pops and moves,
-        repair groups left without a filed head. Safe on several hosts at
+        repair groups left without a filed head, then remove what
+        retention no longer keeps (clean_queue). Safe on several hosts at
         once: each step is idempotent or a conditional create."""
         dropped = self.gc_each(
             ('queue container {!r}'.format(container),
-             functools.partial(self._gc_queue, container))
+             functools.partial(self._gc_and_clean, container))
             for container in self.store.containers(
                 names.container_prefix(names.MESSAGES)))
         LOG.debug('gc dropped %d expired messages', dropped)
+        return dropped
+
+    def _gc_and_clean(self, container):
+        dropped = self._gc_queue(container)
+        meta = self.store.container_meta(container) or {}
+        if 'queue' in meta:
+            self.clean_queue(meta['queue'], meta.get('project') or None)
+            qs = state.QueueState(self.store, container,
+                                  self.store_conf.expiry_margin)
+            # Only after _gc_queue finished every abandoned removal.
+            retention.fold(qs, self.now_ms())
+            retention.prune_cuts(qs)
         return dropped
 
     def _gc_queue(self, container):
@@ -142,6 +156,10 @@ class DataDriver(base.DataDriver):
             elif params['c'] == names.MOVE:
                 group_admin.finish_move(self, qs, project, message,
                                         params.get('t'), now)
+            elif params['c'] == names.RETAIN:
+                retention.drop(qs, [dict(
+                    id=message.id, pos=message.pos, g=message.gk,
+                    e=message.expires)], now)
             else:
                 qs.remove([(message.id, message.pos, None, message.gk)],
                           now)

@@ -15,26 +15,24 @@ import math
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import errors
+from zaqar_delay import retention as retention_rules
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import retention as swift_retention
 
 # g/ entries read per listing request while collecting a page of groups.
 PAGE = 1000
 
 
-def list_groups(qs, now, marker, limit):
+def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
     """Up to ``limit`` groups after the encoded id ``marker``, in the order
-    of their keys (= of their encoded ids): id, depth, head, in flight."""
+    of their keys (= of their encoded ids): id, depth, head, in flight;
+    of the messages ``retention`` keeps."""
     qs.settle(now)
     positions, locks, hints = qs.store.parallel(
         lambda args: qs.store.listing_all(qs.c, *args),
         [('p/',), ('l/',), ('x/', 'x/' + names.ms(now) + '0')])
-    live = set()
-    for entry in positions:
-        fields = names.position_fields(entry)
-        if fields is not None and fields['e'] > now:
-            live.add(fields['id'])
     live_claims = {names.parse_expiry(e['name'])[1] for e in hints}
     holder = {}
     for entry in locks:
@@ -42,6 +40,16 @@ def list_groups(qs, now, marker, limit):
         if attempt > holder.get(message_id, (0, None))[0]:
             holder[message_id] = (attempt, names.ct_params(
                 entry.get('content_type')).get('c'))
+    claimed = {mid for mid, (_, c) in holder.items() if c in live_claims}
+    keep = swift_retention.horizon_of(qs, reversed(positions), retention,
+                                      now, claimed)
+    live = set()
+    for entry in positions:
+        fields = names.position_fields(entry)
+        if fields is not None and fields['e'] > now and (
+                fields['id'] in claimed
+                or keep.keeps(fields['pos'], fields['cr'])):
+            live.add(fields['id'])
     found = {}
     after = None if marker is None else names.after_group(
         names.group_key(marker))

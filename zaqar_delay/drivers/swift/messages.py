@@ -6,6 +6,7 @@ message under its id with another conditional PUT, so a retried post or a
 repeated dead-letter copy never duplicates a message.
 """
 
+import itertools
 import json
 import random
 
@@ -16,11 +17,12 @@ from zaqar_delay import errors
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import retention as swift_retention
 from zaqar_delay.drivers.swift import state as swift_state
 
 # A position is created ms * POS_PER_MS + n: positions follow the clock
 # between nodes and never go back behind the last one listed.
-POS_PER_MS = 1000
+POS_PER_MS = names.POS_PER_MS
 POSITION_ATTEMPTS = 5
 
 
@@ -123,18 +125,20 @@ class MessageController(controller.MessageController):
               include_claimed, include_delayed, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        keep = swift_retention.horizon(qs, retention, now,
+                                       flights=include_claimed)
         if include_claimed or include_delayed:
             found = self._list_all(qs, now, marker, limit, include_claimed,
-                                   include_delayed, echo, client_uuid)
+                                   include_delayed, echo, client_uuid, keep)
         else:
             qs.settle(now)
             if self._store.listing(qs.c, 'g/', limit=1):
                 # Blocked members are listed too, but only heads are in a/.
                 found = self._list_all(qs, now, marker, limit, False, False,
-                                       echo, client_uuid)
+                                       echo, client_uuid, keep)
             else:
                 found = self._list_available(qs, now, marker, limit, echo,
-                                             client_uuid)
+                                             client_uuid, keep)
         last = found[-1].position if found else None
         return found, last
 
@@ -153,9 +157,10 @@ class MessageController(controller.MessageController):
             after = page[-1]['name']
             chunk = min(chunk * 2, 1000)
 
-    def _list_available(self, qs, now, marker, limit, echo, client_uuid):
+    def _list_available(self, qs, now, marker, limit, echo, client_uuid,
+                        keep):
         out = []
-        for page in self._pages(qs, 'a/', marker, limit):
+        for page in self._pages(qs, 'a/', keep.after(marker), limit):
             entries = {}
             for entry in page:
                 pos, message_id, attempt = names.parse_entry(entry['name'])
@@ -166,6 +171,7 @@ class MessageController(controller.MessageController):
             for (pos, (message_id, attempt)), message in zip(
                     entries.items(), found):
                 if (message is None or message.pos != pos
+                        or not keep.keeps(pos, message.created)
                         or not (echo or message.client != client_uuid)):
                     continue
                 out.append(message.render(now, claim_count=attempt - 1))
@@ -174,9 +180,41 @@ class MessageController(controller.MessageController):
         return out
 
     def _list_all(self, qs, now, marker, limit, include_claimed,
-                  include_delayed, echo, client_uuid):
+                  include_delayed, echo, client_uuid, keep):
         out, cache = [], {}
-        for page in self._pages(qs, 'p/', marker, limit):
+
+        def read(message_id):
+            message = qs.message(message_id, now)
+            if message is None:
+                return None
+            return message, qs.claim_of(message_id, now, cache)
+
+        def page_of(wanted):
+            for found in self._store.parallel(read, wanted):
+                if found is None:
+                    continue
+                message, (count, claim_id) = found
+                if claim_id and not include_claimed:
+                    continue
+                if not (claim_id or keep.keeps(message.pos,
+                                               message.created)):
+                    continue
+                if not (echo or message.client != client_uuid):
+                    continue
+                out.append(message.render(now, claim_id, count))
+                if len(out) == limit:
+                    return True
+            return False
+
+        if include_claimed and keep.cut:
+            # Claimed messages below the retention cut are still shown,
+            # in order before everything from the cut on.
+            early = sorted((pos, mid) for mid, pos in keep.in_flight.items()
+                           if pos < keep.cut and (marker is None
+                                                  or pos > marker))
+            if page_of([mid for _, mid in early]):
+                return out
+        for page in self._pages(qs, 'p/', keep.after(marker), limit):
             wanted = []
             for entry in page:
                 fields = names.position_fields(entry)
@@ -184,40 +222,46 @@ class MessageController(controller.MessageController):
                     continue
                 if not include_delayed and fields['d'] > now:
                     continue
+                if not (fields['id'] in keep.in_flight
+                        or keep.keeps(fields['pos'], fields['cr'])):
+                    continue
                 wanted.append(fields['id'])
-
-            def read(message_id):
-                message = qs.message(message_id, now)
-                if message is None:
-                    return None
-                return message, qs.claim_of(message_id, now, cache)
-
-            for found in self._store.parallel(read, wanted):
-                if found is None:
-                    continue
-                message, (count, claim_id) = found
-                if claim_id and not include_claimed:
-                    continue
-                if not (echo or message.client != client_uuid):
-                    continue
-                out.append(message.render(now, claim_id, count))
-                if len(out) == limit:
-                    return out
+            if page_of(wanted):
+                return out
         return out
 
     def _first(self, queue, project, sort, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
-        for page in self._pages(qs, 'p/', None, 10, reverse=sort == -1):
-            for entry in page:
-                fields = names.position_fields(entry)
-                if fields is None or fields['e'] <= now or fields['d'] > now:
+        keep = swift_retention.horizon(qs, retention, now, flights=True)
+        # Claimed messages below the retention cut come before the rest
+        # (oldest first) or after it (newest first).
+        early = sorted(((pos, mid) for mid, pos in keep.in_flight.items()
+                        if pos < keep.cut), reverse=sort == -1)
+        early = [{'id': mid, 'pos': pos} for pos, mid in early]
+
+        def walk():
+            marker = keep.after(None) if sort == 1 else None
+            pages = self._pages(qs, 'p/', marker, 10, reverse=sort == -1)
+            for fields in swift_retention.down_to_cut(
+                    itertools.chain.from_iterable(pages), keep):
+                if (fields['e'] <= now or fields['d'] > now or not (
+                        fields['id'] in keep.in_flight
+                        or keep.keeps(fields['pos'], fields['cr']))):
                     continue
-                message = qs.message(fields['id'], now)
-                if message is not None:
-                    count, claim_id = qs.claim_of(message.id, now)
-                    return message.render(now, claim_id, count,
-                                          include_created=True)
+                yield fields
+
+        for fields in (itertools.chain(early, walk()) if sort == 1
+                       else itertools.chain(walk(), early)):
+            message = qs.message(fields['id'], now)
+            if message is None or message.pos != fields['pos']:
+                continue
+            count, claim_id = qs.claim_of(message.id, now)
+            if (message.due > now or not (
+                    claim_id or keep.keeps(message.pos, message.created))):
+                continue
+            return message.render(now, claim_id, count,
+                                  include_created=True)
         return None
 
     def _get_many(self, queue, project, message_ids, retention):
@@ -225,16 +269,25 @@ class MessageController(controller.MessageController):
         qs = self._state(queue, project)
         cache = {}
 
+        keep = swift_retention.horizon(qs, retention, now)
+
         def read(message_id):
             message = qs.message(message_id, now)
             if message is None:
                 return None
             count, claim_id = qs.claim_of(message_id, now, cache)
+            if not (claim_id or keep.keeps(message.pos, message.created)):
+                return None
             return message.render(now, claim_id, count)
 
         return [m for m in self._store.parallel(read, message_ids) if m]
 
     # -- deletes -----------------------------------------------------------
+
+    def _pin_cut(self, queue, project, qs, now):
+        """Before messages leave: store the length cut they leave behind,
+        so what it drops stays gone (retention.py)."""
+        swift_retention.horizon(qs, self.retention_of(queue, project), now)
 
     def _targets(self, qs, message_ids, now):
         """(message, claim count, live claim id) of each live message."""
@@ -251,6 +304,7 @@ class MessageController(controller.MessageController):
     def _delete(self, queue, project, message_id, claim_id):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        self._pin_cut(queue, project, qs, now)
         targets = self._targets(qs, [message_id], now)
         if not targets:
             return
@@ -270,6 +324,7 @@ class MessageController(controller.MessageController):
             return
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        self._pin_cut(queue, project, qs, now)
         targets = self._targets(qs, message_ids, now)
         if claim_ids:
             allowed = set(claim_ids)
@@ -288,7 +343,8 @@ class MessageController(controller.MessageController):
 
     def _groups(self, queue, project, marker, limit):
         return group_admin.list_groups(
-            self._state(queue, project), self.driver.now_ms(), marker, limit)
+            self._state(queue, project), self.driver.now_ms(), marker, limit,
+            self.retention_of(queue, project))
 
     def _purge_group(self, queue, project, group):
         return group_admin.purge(self._state(queue, project),
@@ -331,6 +387,12 @@ class MessageController(controller.MessageController):
                     entry.get('content_type')).get('c'))
         claimed = {mid for mid, (_, holder) in latest.items()
                    if mid in live and holder in live_claims}
+        # What retention keeps, from the listing already read.
+        keep = swift_retention.horizon_of(
+            qs, reversed(positions), retention, now, claimed)
+        live = {mid: item for mid, item in live.items()
+                if mid in claimed or keep.keeps(item[0], item[1]['cr'])}
+        group_of = {mid: group_of[mid] for mid in live}
         delayed = {names.parse_entry(e['name'])[2] for e in delayed_entries}
         delayed = {mid for mid in delayed if mid in live} - claimed
         stats = {'total': len(live), 'claimed': len(claimed),
@@ -347,11 +409,12 @@ class MessageController(controller.MessageController):
         if ordered:
             stats['oldest'] = _stat_entry(now, ordered[0][1])
             stats['newest'] = _stat_entry(now, ordered[-1][1])
-        stats['removed_by_retention'] = 0  # issue 10: placeholder
+        stats['removed_by_retention'] = swift_retention.removed(qs)
         return stats
 
     def _clean(self, queue, project, retention, batch):
-        raise NotImplementedError('issue 10: retention cleanup')
+        return swift_retention.clean(self._state(queue, project), retention,
+                                     self.driver.now_ms(), batch)
 
 
 def _stat_entry(now, fields):

@@ -32,7 +32,7 @@ object                     holds
 ``l/I/K``                  attempt K was won: created with If-None-Match,
                            so one claimer (or pop, or dead-lettering) wins
                            it. Content-Type carries ``c`` (claim id, or
-                           ``pop``/``dead``/``move``; a move adds ``t``,
+                           ``pop``/``dead``/``move``/``ret``; a move adds ``t``,
                            the target queue). The latest K is the claim
                            count; its claim id is the message's claim.
 ``c/<claim id>``           a claim: ttl, grace, expiry, redelivery delay and
@@ -45,6 +45,16 @@ object                     holds
                            members in order, its first entry is the head.
                            Content-Type carries ``d`` (due) and ``g`` (the
                            JSON-encoded group id).
+``n/T/I``                  retention removed message I, its ``ret`` lock
+                           won at T; written after the lock and before the
+                           removal, so each removal is one object, whoever
+                           finishes it. Counted by stats (retention.py).
+``t/S``                    folded retention count number S: Content-Type
+                           ``n`` (removals) and ``upto`` (the last ``n/``
+                           name it covers); the newest one wins.
+``k/P``                    a length cut some operation saw: messages not
+                           in flight below the highest P stay gone, even
+                           when the newer ones that pushed them out leave.
 ``r/I``                    message I arrived here as a copy (dead letter,
                            moved group); kept RECEIVED_MEMORY_S past its
                            expiry, so gc finishing that move again skips
@@ -94,10 +104,16 @@ TIME_DIGITS = 15
 POP = 'pop'
 DEAD = 'dead'
 MOVE = 'move'
-# Not a claim id: a lock held by pop, dead-lettering or a group move.
-TAKEN = (POP, DEAD, MOVE)
+# Retention removing a message that it no longer keeps (retention.py).
+RETAIN = 'ret'
+# Not a claim id: a lock held by pop, dead-lettering, a group move or a
+# retention removal.
+TAKEN = (POP, DEAD, MOVE, RETAIN)
 # How long past a copied message's expiry its r/ marker stays.
 RECEIVED_MEMORY_S = 900
+# A message posted at epoch ms T takes a position of at least
+# T * POS_PER_MS (messages.py), which retention's age cut relies on.
+POS_PER_MS = 1000
 GROUP_HEX_BYTES = 256
 GROUP_HASH_CHARS = 20
 
@@ -190,6 +206,22 @@ def parse_group_entry(name):
     """(group key, position, message id) of a ``g/`` entry."""
     _, gk, position, message_id = name.split('/')
     return gk, int(position), parse.unquote(message_id)
+
+
+def tally_obj(locked_ms, message_id):
+    """One retention removal: named by its lock's time and the id, so
+    every node finishing that removal writes the same object."""
+    return 'n/%s/%s' % (ms(locked_ms), enc(message_id))
+
+
+def cut_obj(position):
+    """A retention length cut an operation saw (retention.py)."""
+    return 'k/' + pos(position)
+
+
+def total_obj(seq):
+    """A folded retention count (``n`` removals up to tally ``upto``)."""
+    return 't/' + pos(seq)
 
 
 def subscription_obj(subscription_id):

@@ -1,0 +1,369 @@
+"""Swift-specific retention: layout, the cut, counting once, tombstones,
+bounded work (requests counted, never timed).
+
+The contract suite covers the behaviour on every backend; these tests look
+at the objects and at what two cleaners or a dead remover leave behind.
+Retention is set through the tenant's ``_retention`` metadata (the
+operator's defaults remove nothing here).
+"""
+
+import json
+import threading
+
+import pytest
+
+from tests.contract.helpers import bodies, claim, listed, post, stats
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import retention as swift_retention
+
+
+def kept_queue(make_queue, grouped=False, **retention):
+    metadata = {'_retention': retention}
+    if grouped:
+        metadata['_message_group_key'] = 'g'
+    return make_queue(metadata)
+
+
+def objects(driver, qs, prefix):
+    return [e['name'] for e in driver.store.listing_all(qs.c, prefix)]
+
+
+def removed(driver, queue, project):
+    return driver.message_controller.stats(
+        queue, project)['retention']['removed']
+
+
+def clean(driver, queue, project):
+    return driver.clean_queue(queue, project)
+
+
+def test_length_hides_the_oldest_until_cleanup_removes_and_counts_them(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=3)
+    ids = post(driver, queue, project, *range(5))
+    mc = driver.message_controller
+    # Exact at read time, before anything is removed.
+    assert bodies(listed(driver, queue, project)) == [2, 3, 4]
+    assert bodies(listed(driver, queue, project, include_claimed=True,
+                         include_delayed=True)) == [2, 3, 4]
+    assert [m['id'] for m in mc.bulk_get(queue, ids, project)] == ids[2:]
+    assert mc.first(queue, project)['body'] == 2
+    assert mc.first(queue, project, sort=-1)['body'] == 4
+    assert stats(driver, queue, project)['total'] == 3
+    qs = driver.queue_state(queue, project)
+    assert len(objects(driver, qs, 'p/')) == 5
+    assert removed(driver, queue, project) == 0
+    assert clean(driver, queue, project) == 2
+    assert len(objects(driver, qs, 'p/')) == 3
+    assert not any(driver.store.head(qs.c, names.message_obj(i))
+                   for i in ids[:2])
+    # One tally per removal; each removed message keeps its ret lock as
+    # a tombstone.
+    assert sorted(n.rsplit('/', 1)[1] for n in objects(driver, qs, 'n/')) \
+        == sorted(ids[:2])
+    locks = driver.store.listing_all(qs.c, 'l/')
+    assert {names.parse_lock(e['name']) for e in locks} == {
+        (i, 1) for i in ids[:2]}
+    assert all(names.ct_params(e['content_type'])['c'] == names.RETAIN
+               for e in locks)
+    assert removed(driver, queue, project) == 2
+    # Nothing left to remove: nothing counted twice.
+    assert clean(driver, queue, project) == 0
+    assert removed(driver, queue, project) == 2
+    assert bodies(claim(driver, queue, project)[1]) == [2, 3, 4]
+
+
+def test_time_hides_messages_exactly_time_old(driver, clock, make_queue,
+                                              project):
+    queue = kept_queue(make_queue, time=10)
+    post(driver, queue, project, 'old')
+    clock.advance(5)
+    post(driver, queue, project, 'young')
+    clock.advance(5)     # 'old' is exactly 10 s old: gone
+    assert bodies(listed(driver, queue, project)) == ['young']
+    assert stats(driver, queue, project)['total'] == 1
+    assert clean(driver, queue, project) == 1
+    clock.advance(4.999)
+    assert bodies(claim(driver, queue, project)[1]) == ['young']
+    assert removed(driver, queue, project) == 1
+
+
+def test_a_claimed_message_is_kept_until_its_claim_ends(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=2)
+    ids = post(driver, queue, project, 0, 1)
+    claim_id, taken = claim(driver, queue, project, limit=1)
+    assert bodies(taken) == [0]
+    post(driver, queue, project, 2, 3)
+    # 0 is in flight: not counted in length, not removed, still readable.
+    assert clean(driver, queue, project) == 1          # 1 went
+    assert driver.message_controller.get(queue, ids[0], project)['body'] == 0
+    assert bodies(listed(driver, queue, project, include_claimed=True)) == [
+        0, 2, 3]
+    assert stats(driver, queue, project)['claimed'] == 1
+    # Its claim ends: judged like any other, and too old to be kept.
+    driver.claim_controller.delete(queue, claim_id, project)
+    assert bodies(listed(driver, queue, project)) == [2, 3]
+    assert clean(driver, queue, project) == 1
+    assert removed(driver, queue, project) == 2
+
+
+def test_a_dropped_group_head_never_blocks_its_group(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, grouped=True, length=2)
+    post(driver, queue, project, {'g': 'a', 'n': 1})
+    post(driver, queue, project, {'g': 'a', 'n': 2}, {'g': 'a', 'n': 3})
+    # The head fell out: the claim removes it and takes the next member.
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 2}]
+    assert removed(driver, queue, project) == 1
+    groups = list(next(driver.message_controller.list_groups(
+        queue, project=project)))
+    assert [(g['depth'], g['in_flight']) for g in groups] == [(2, True)]
+
+
+def test_a_dropped_delayed_head_gives_way_to_the_next_member(
+        driver, clock, make_queue, project):
+    queue = make_queue({'_message_group_key': 'g',
+                        '_default_message_delay': 60,
+                        '_retention': {'time': 30}})
+    post(driver, queue, project, {'g': 'a', 'n': 1})       # due in 60 s
+    clock.advance(20)
+    post(driver, queue, project, {'g': 'a', 'n': 2}, delay=0)
+    assert claim(driver, queue, project)[1] == []          # head blocks
+    clock.advance(10)                                      # head is 30 s old
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 2}]
+    assert removed(driver, queue, project) == 1
+
+
+def test_two_cleaners_remove_and_count_each_message_once(
+        driver, clock, make_queue, project, request):
+    from tests.factories import swift as factory
+    from tests import backends
+    queue = kept_queue(make_queue, length=5)
+    ids = []
+    for start in range(0, 60, 20):
+        ids += post(driver, queue, project, *range(start, start + 20))
+    other = factory.make_driver(request, backends.make_conf())
+    request.addfinalizer(other.close)
+    other.use_clock(clock)
+    counts = []
+    cleaners = [threading.Thread(target=lambda d=d: counts.append(
+        swift_retention.clean(d.queue_state(queue, project),
+                              d.message_controller.retention_of(
+                                  queue, project), clock(), 100)[0]))
+                for d in (driver, other)]
+    for cleaner in cleaners:
+        cleaner.start()
+    for cleaner in cleaners:
+        cleaner.join()
+    assert sum(counts) == 55
+    assert removed(driver, queue, project) == 55
+    qs = driver.queue_state(queue, project)
+    assert len(objects(driver, qs, 'n/')) == 55
+    assert bodies(listed(driver, queue, project)) == list(range(55, 60))
+
+
+def test_a_removal_whose_node_died_is_finished_and_counted_once(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=1)
+    ids = post(driver, queue, project, 'a', 'b', 'c')
+    qs = driver.queue_state(queue, project)
+    # A remover won 'a' and wrote its tally, 'b' it only locked; then died.
+    for mid in ids[:2]:
+        assert driver.store.create(
+            qs.c, names.lock_obj(mid, 1),
+            content_type=names.content_type(c=names.RETAIN, t=clock()))
+    swift_retention.tally(qs, clock(), ids[0])
+    assert stats(driver, queue, project)['total'] == 1
+    assert removed(driver, queue, project) == 1
+    # Young locks may still be racing their winner's: left alone.
+    assert clean(driver, queue, project) == 0
+    clock.advance(swift_retention.FINISH_AFTER_S + 1)
+    clean(driver, queue, project)
+    assert removed(driver, queue, project) == 2
+    assert objects(driver, qs, 'p/') == [e for e in objects(driver, qs, 'p/')]
+    assert len(objects(driver, qs, 'p/')) == 1
+    clean(driver, queue, project)
+    assert removed(driver, queue, project) == 2
+
+
+def test_gc_finishes_an_abandoned_removal_and_counts_it(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=1)
+    ids = post(driver, queue, project, 'a', 'b')
+    qs = driver.queue_state(queue, project)
+    assert driver.store.create(
+        qs.c, names.lock_obj(ids[0], 1),
+        content_type=names.content_type(c=names.RETAIN, t=clock()))
+    clock.advance(120)
+    driver._gc_and_clean(qs.c)
+    assert driver.store.head(qs.c, names.message_obj(ids[0])) is None
+    assert removed(driver, queue, project) == 1
+
+
+def test_gc_removes_what_retention_no_longer_keeps(driver, clock,
+                                                   make_queue, project):
+    queue = kept_queue(make_queue, length=2)
+    post(driver, queue, project, *range(4))
+    driver._gc_and_clean(names.container(names.MESSAGES, queue, project))
+    assert removed(driver, queue, project) == 2
+    qs = driver.queue_state(queue, project)
+    assert len(objects(driver, qs, 'p/')) == 2
+
+
+def test_a_retried_post_cannot_resurrect_a_removed_message(
+        driver, clock, make_queue, project):
+    """A post's PUT of m/ whose reply was lost is retried; if retention
+    removed the message in between, the retry stores it again and files
+    it. Its ret lock, left as a tombstone, keeps it from being handed
+    out."""
+    queue = kept_queue(make_queue, length=1)
+    ids = post(driver, queue, project, 'a', 'b')
+    qs = driver.queue_state(queue, project)
+    headers, body = driver.store.get(qs.c, names.message_obj(ids[0]))
+    assert clean(driver, queue, project) == 1
+    # With 'b' in flight nothing else counts towards length: only the
+    # stored cut hides 'a' now. Forget it, to see the ret lock do it.
+    assert bodies(claim(driver, queue, project)[1]) == ['b']
+    driver.store.delete_many(qs.c, objects(driver, qs, 'k/'))
+    # The retried PUT lands, and the post files the message.
+    assert driver.store.put(qs.c, names.message_obj(ids[0]), body,
+                            content_type='application/json', headers={
+                                'X-Delete-At': headers['x-delete-at']},
+                            exclusive=True)
+    qs.make_available(json.loads(body)['p'], ids[0], 1, 0, clock())
+    assert claim(driver, queue, project)[1] == []
+    assert objects(driver, qs, 'a/') == []
+
+
+def test_disabled_or_no_retention_removes_nothing(driver, clock, make_queue,
+                                                  project):
+    for metadata in ({'policy': 'disabled', 'length': 1}, {}):
+        queue = kept_queue(make_queue, **metadata)
+        post(driver, queue, project, 1, 2, 3)
+        assert driver.message_controller.clean(queue, project, 10) == (
+            0, False)
+        assert stats(driver, queue, project)['total'] == 3
+        assert removed(driver, queue, project) == 0
+
+
+class Requests:
+    """Counts the Swift requests a driver makes, by method."""
+
+    def __init__(self, driver, monkeypatch):
+        self.calls = []
+        store = driver.store
+        original = store.call
+
+        def call(method, *args, **kwargs):
+            self.calls.append(method)
+            return original(method, *args, **kwargs)
+
+        monkeypatch.setattr(store, 'call', call)
+
+    def during(self, fn):
+        self.calls.clear()
+        fn()
+        return len(self.calls)
+
+
+@pytest.mark.parametrize('retention', [{'length': 500}, {'time': 3600},
+                                       {'length': 500, 'time': 3600}])
+def test_a_cleanup_with_nothing_to_remove_does_not_grow_with_the_queue(
+        driver, clock, make_queue, project, monkeypatch, retention):
+    small, large = kept_queue(make_queue, **retention), kept_queue(
+        make_queue, **retention)
+    post(driver, small, project, *range(10))
+    for start in range(0, 400, 100):
+        post(driver, large, project, *range(start, start + 100))
+    requests = Requests(driver, monkeypatch)
+    assert requests.during(lambda: clean(driver, small, project)) == \
+        requests.during(lambda: clean(driver, large, project))
+
+
+def test_claims_never_list_what_retention_dropped(driver, clock, make_queue,
+                                                  project, monkeypatch):
+    queue = kept_queue(make_queue, length=2)
+    for start in range(0, 300, 100):
+        post(driver, queue, project, *range(start, start + 100))
+    listed_names = []
+    original = driver.store.listing
+
+    def listing(container, prefix, *args, **kwargs):
+        page = original(container, prefix, *args, **kwargs)
+        if prefix == 'a/':
+            listed_names.extend(e['name'] for e in page)
+        return page
+
+    monkeypatch.setattr(driver.store, 'listing', listing)
+    assert bodies(claim(driver, queue, project)[1]) == [298, 299]
+    assert len(listed_names) <= 2
+
+
+def test_what_length_dropped_stays_gone_when_newer_messages_leave(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=2)
+    ids = post(driver, queue, project, 'a', 'b', 'c')
+    assert bodies(listed(driver, queue, project)) == ['b', 'c']
+    qs = driver.queue_state(queue, project)
+    # The listing stored the cut it saw (b's position)...
+    b_pos = driver.message_controller.get(queue, ids[1], project).position
+    assert objects(driver, qs, 'k/') == [names.cut_obj(b_pos)]
+    # ...so a stays gone after c is deleted (two messages are left).
+    driver.message_controller.delete(queue, ids[2], project)
+    assert bodies(listed(driver, queue, project)) == ['b']
+    assert bodies(claim(driver, queue, project)[1]) == ['b']
+    # gc keeps the highest cut only.
+    post(driver, queue, project, 'd', 'e', 'f')
+    assert len(listed(driver, queue, project)) == 2
+    assert len(objects(driver, qs, 'k/')) == 2
+    driver._gc_and_clean(qs.c)
+    assert len(objects(driver, qs, 'k/')) == 1
+
+
+def test_tallies_fold_into_one_total_and_are_never_counted_twice(
+        driver, clock, make_queue, project):
+    queue = kept_queue(make_queue, length=1)
+    post(driver, queue, project, *range(6), ttl=3600)
+    assert clean(driver, queue, project) == 5
+    qs = driver.queue_state(queue, project)
+    # Too young to fold: a removal that old may still be writing its tally.
+    assert swift_retention.fold(qs, clock(), at_least=1) == 0
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    # Two folders at once: one total wins.
+    results = []
+    folders = [threading.Thread(target=lambda: results.append(
+        swift_retention.fold(qs, clock(), at_least=1))) for _ in range(2)]
+    for folder in folders:
+        folder.start()
+    for folder in folders:
+        folder.join()
+    assert sorted(results) == [0, 5]
+    assert objects(driver, qs, 'n/') == []
+    assert objects(driver, qs, 't/') == [names.total_obj(1)]
+    assert removed(driver, queue, project) == 5
+    # A folder that died before deleting what it folded: still counted once.
+    post(driver, queue, project, 6, 7, ttl=3600)
+    assert clean(driver, queue, project) == 2
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    tallies = objects(driver, qs, 'n/')
+    total = swift_retention._newest_fold(qs)
+    assert driver.store.create(qs.c, names.total_obj(2),
+                               content_type=names.content_type(
+                                   n=total[1] + 2, upto=tallies[-1]))
+    assert removed(driver, queue, project) == 7
+    assert swift_retention.fold(qs, clock(), at_least=1) == 0
+    assert removed(driver, queue, project) == 7
+
+
+def test_gc_folds_tallies(driver, clock, make_queue, project, monkeypatch):
+    monkeypatch.setattr(swift_retention, 'FOLD_AT', 2)
+    queue = kept_queue(make_queue, length=1)
+    post(driver, queue, project, *range(4), ttl=3600)
+    container = names.container(names.MESSAGES, queue, project)
+    driver._gc_and_clean(container)
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    driver._gc_and_clean(container)
+    qs = driver.queue_state(queue, project)
+    assert objects(driver, qs, 'n/') == []
+    assert removed(driver, queue, project) == 3

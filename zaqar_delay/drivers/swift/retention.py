@@ -1,0 +1,348 @@
+"""Retention on Swift (SPEC §5; the rules: zaqar_delay/retention.py).
+
+**What a queue keeps** is read once per operation as one position, the
+*cut* (:class:`Horizon`): a message that is not under a live claim is
+kept when its position is at least the cut and, where a reader has its
+``cr``, it is younger than ``time``.
+
+* ``time``: a message posted at ``cr`` ms has a position of at least
+  ``cr * POS_PER_MS`` (messages.py), so every position below
+  ``(now - time + 1 ms) * POS_PER_MS`` is past ``time``: no request.
+* ``length``: a reverse listing of ``p/`` (its Content-Type carries
+  ``id cr e``) from the newest message, skipping expired ones and the
+  members of live claims (``x/`` after now, one GET per live claim),
+  stops at the ``length``-th; its position is the cut. It reads about
+  ``length`` + (messages in flight) entries: it grows with the setting,
+  never with the backlog behind it.
+* What length dropped stays gone, even when the newer messages that
+  pushed it out leave (claimed, deleted, expired): an operation that
+  sees a length cut above the highest stored one stores it
+  (``PUT k/<cut>``, read in the same round trip), and the cut is never
+  below the highest ``k/``. Deletes store theirs before deleting. gc
+  keeps the highest ``k/`` only. A message under a live claim is not
+  judged; once its claim ends it is, against that cut too.
+
+Claims and default listings start their ``a/`` listing at the cut, so the
+messages retention dropped cost them nothing. Positions of posts that
+cross on several API nodes can be out of creation order by the nodes'
+clock skew; readers that have ``cr`` (lists, get, first, stats) check the
+age exactly, a claim trusts the position.
+
+**Removal** (:func:`drop`: the cleanup daemon, and claims for dropped
+group heads so their groups move on), per message, in parallel:
+
+1. its latest lock: a live claim keeps it; a pop, dead-letter or move
+   lock leaves it to that operation; a ``ret`` lock older than
+   FINISH_AFTER_S is finished (steps 3-4) with that lock's time;
+2. ``HEAD m/`` (a message whose post is still running is left alone),
+   then ``l/<id>/<k+1>`` created with ``c=ret;t=<now>`` (If-None-Match
+   and read-back, as a claim): a claim and a removal, or two removals,
+   never both win a message;
+3. ``PUT n/<t>/<id>``, the tally: one object per removal whoever writes
+   it, so the count is exact with several cleaners and finishers;
+4. the message's objects are deleted and its group advanced
+   (``state.remove``); the ``ret`` lock stays until X-Delete-At as a
+   tombstone: an entry filed again for that attempt (a retried index
+   PUT, a late settle) loses to it and is dropped.
+
+**The count** (stats ``removed``) is the newest fold ``t/`` plus the
+tallies after it (``n/``, in name order).
+"""
+
+import datetime
+
+from zaqar_delay.drivers.swift import connection
+from zaqar_delay.drivers.swift import names
+
+# A "ret" lock this old whose message is still there lost its remover:
+# anyone meeting it finishes the removal. Younger, the lock may still be
+# a PUT racing the winner's (connection.Store.create).
+FINISH_AFTER_S = 10
+# Tallies are folded into a total once there are FOLD_AT older than
+# FOLD_AGE_S: by then every removal that old was finished and tallied
+# (gc finishes abandoned ones after 60 s), so no tally lands behind a fold.
+FOLD_AT = 1000
+FOLD_AGE_S = 300
+# Entries listed past ``length`` in the first page, for messages in flight.
+SLACK = 16
+
+
+class Horizon:
+    """What retention keeps of one queue at one instant."""
+
+    __slots__ = ('cut', 'born_after', 'in_flight')
+
+    def __init__(self, cut=0, born_after=None, in_flight=None):
+        # Messages not in flight below this position are not kept.
+        self.cut = cut
+        # Kept by time iff created (ms) > born_after; None: no limit.
+        self.born_after = born_after
+        # {id: position} of the members of live claims (when computed).
+        self.in_flight = in_flight or {}
+
+    def keeps(self, pos, created):
+        """True if a message not in flight is kept."""
+        return pos >= self.cut and (self.born_after is None
+                                    or created > self.born_after)
+
+    def after(self, marker):
+        """The position after which to list messages that are not in
+        flight, for a read starting after ``marker`` (None: the start)."""
+        if not self.cut:
+            return marker
+        return max(-1 if marker is None else marker, self.cut - 1)
+
+
+KEEP_ALL = Horizon()
+
+
+def horizon(qs, retention, now, flights=False):
+    """The Horizon of ``retention`` at ``now``; with ``flights`` its
+    ``in_flight`` is filled even when ``length`` does not need it."""
+    if not retention.active:
+        return KEEP_ALL
+    if not retention.kept_length:
+        keep = _time_horizon(retention, now)
+        if flights and keep.cut:
+            keep.in_flight = in_flight(qs, now)
+        return keep
+    # The live claims, the newest page of p/ and the stored cut in one
+    # round trip.
+    first = min(retention.kept_length + SLACK, connection.LISTING_LIMIT)
+    hints, page, stored = qs.store.parallel(lambda read: read(), [
+        lambda: _live_hints(qs, now),
+        lambda: qs.store.listing(qs.c, 'p/', limit=first, reverse=True),
+        lambda: stored_cut(qs)])
+    return horizon_of(qs, _newest_first(qs, page, first), retention, now,
+                      _members(qs, hints, now), stored)
+
+
+def horizon_of(qs, entries, retention, now, members, stored=None):
+    """The Horizon of ``retention`` given ``p/`` listing ``entries``,
+    newest first, read as far as needed, the ``members`` of live claims
+    (a container of ids; {id: position} is kept as in_flight) and the
+    ``stored`` cut (read when None). A length cut above the stored one
+    is stored."""
+    keep = _time_horizon(retention, now)
+    keep.in_flight = members
+    length = retention.kept_length
+    if not length:
+        return keep
+    if stored is None:
+        stored = stored_cut(qs)
+    keep.cut = max(keep.cut, stored)
+    counted = 0
+    for fields in down_to_cut(entries, keep):
+        if (fields['e'] <= now or fields['id'] in members
+                or not keep.keeps(fields['pos'], fields['cr'])):
+            continue
+        counted += 1
+        if counted == length:
+            if fields['pos'] > stored:
+                qs.store.put(qs.c, names.cut_obj(fields['pos']))
+            keep.cut = fields['pos']
+            break
+    return keep
+
+
+def stored_cut(qs):
+    """The highest length cut an operation has seen, 0 if none."""
+    found = qs.store.listing(qs.c, 'k/', limit=1, reverse=True)
+    return int(found[0]['name'][2:]) if found else 0
+
+
+def down_to_cut(entries, keep):
+    """The fields of ``p/`` listing ``entries`` (newest first) as long as
+    they are at or above the cut; entries not of ours are skipped."""
+    for entry in entries:
+        fields = names.position_fields(entry)
+        if fields is None:
+            continue
+        if fields['pos'] < keep.cut:
+            return
+        yield fields
+
+
+def _time_horizon(retention, now):
+    if not retention.time_ms:
+        return Horizon()
+    born_after = now - retention.time_ms
+    return Horizon((born_after + 1) * names.POS_PER_MS, born_after)
+
+
+def _newest_first(qs, page, limit):
+    """``p/`` entries newest first, from ``page`` (the first one, of
+    ``limit`` entries at most) on, listing more as they are consumed."""
+    while True:
+        yield from page
+        if len(page) < limit:
+            return
+        limit = connection.LISTING_LIMIT
+        page = qs.store.listing(qs.c, 'p/', marker=page[-1]['name'],
+                                limit=limit, reverse=True)
+
+
+def in_flight(qs, now):
+    """{id: position} of every member of a live claim."""
+    return _members(qs, _live_hints(qs, now), now)
+
+
+def _live_hints(qs, now):
+    return qs.store.listing_all(qs.c, 'x/',
+                                marker='x/' + names.ms(now) + '0')
+
+
+def _members(qs, hints, now):
+    claim_ids = list(dict.fromkeys(names.parse_expiry(h['name'])[1]
+                                   for h in hints))
+    members = {}
+    for record in qs.store.parallel(qs.claim_record, claim_ids):
+        if record is not None and record['e'] > now:
+            members.update((m[0], m[1]) for m in record['m'])
+    return members
+
+
+def dropped(qs, keep, limit):
+    """Up to ``limit`` ``p/`` fields of the oldest messages that ``keep``
+    no longer keeps (in-flight ones left out), and whether the listing
+    was full."""
+    if not keep.cut:
+        return [], False
+    page = qs.store.listing(qs.c, 'p/',
+                            end_marker=names.position_obj(keep.cut),
+                            limit=limit)
+    victims = [f for f in map(names.position_fields, page)
+               if f is not None and f['id'] not in keep.in_flight]
+    return victims, len(page) == limit
+
+
+def sweep_groups(qs, keep, now, limit):
+    """Claims: remove up to ``limit`` dropped group members at the front
+    of the queue, so that a dropped head never blocks its group; members
+    beyond that wait for the next claim or the cleanup daemon."""
+    victims = dropped(qs, keep, limit)[0]
+    victims = [f for f in victims if f['g'] and f['e'] > now]
+    if victims:
+        drop(qs, victims, now)
+
+
+def drop(qs, victims, now):
+    """Remove the messages of ``victims`` (``p/`` fields) that retention
+    no longer keeps (module docstring); TTL-expired ones are removed
+    uncounted. Returns (removed and counted by this call, progress):
+    progress is False when nothing at all could be removed."""
+    cache = {}
+
+    def one(fields):
+        message_id = fields['id']
+        if fields['e'] <= now:
+            return 'expired', (message_id, fields['pos'], None, fields['g'])
+        attempt, params, modified = _latest_lock(qs, message_id)
+        holder = params.get('c')
+        if holder == names.RETAIN:
+            if _age_s(modified, now) <= FINISH_AFTER_S:
+                return None
+            if qs.store.head(qs.c, names.message_obj(message_id)):
+                tally(qs, int(params['t']), message_id)
+            return 'finished', (message_id, fields['pos'], attempt - 1,
+                                fields['g'])
+        if holder in names.TAKEN:
+            return None
+        if holder is not None:
+            record = qs.claim_record(holder, cache)
+            if record is not None and record['e'] > now:
+                return None
+        if qs.store.head(qs.c, names.message_obj(message_id)) is None:
+            # Its post is still running (or died: gc's TTL expiry).
+            return None
+        if not qs.store.create(
+                qs.c, names.lock_obj(message_id, attempt + 1),
+                content_type=names.content_type(c=names.RETAIN, t=now),
+                headers=qs.delete_at(now)):
+            return None
+        tally(qs, now, message_id)
+        return 'won', (message_id, fields['pos'], attempt, fields['g'])
+
+    results = [r for r in qs.store.parallel(one, victims) if r]
+    if results:
+        qs.remove([victim for _, victim in results], now)
+    return sum(1 for kind, _ in results if kind == 'won'), bool(results)
+
+
+def tally(qs, locked_ms, message_id):
+    qs.store.put(qs.c, names.tally_obj(locked_ms, message_id))
+
+
+def removed(qs):
+    """How many messages retention has removed from the queue: the
+    newest fold, plus the tallies after it. Tallies are listed first, so
+    a fold running meanwhile (which deletes the tallies it covers only
+    after writing its total) never counts one twice."""
+    tallies = qs.store.listing_all(qs.c, 'n/')
+    seq, base, upto = _newest_fold(qs)
+    return base + sum(1 for e in tallies if upto is None
+                      or e['name'] > upto)
+
+
+def fold(qs, now, at_least=None):
+    """gc, after it finished abandoned removals: fold the tallies older
+    than FOLD_AGE_S into one total ``t/<seq + 1>`` (created If-None-Match:
+    one of two folders wins), then delete them, so counting stays cheap.
+    Returns how many were folded (none while fewer than ``at_least``,
+    default FOLD_AT, are ripe)."""
+    seq, base, upto = _newest_fold(qs)
+    ripe = qs.store.listing(
+        qs.c, 'n/', marker=upto,
+        end_marker=names.tally_obj(now - FOLD_AGE_S * 1000, ''))
+    if not ripe or len(ripe) < (at_least or FOLD_AT):
+        return 0
+    if not qs.store.create(qs.c, names.total_obj(seq + 1),
+                           content_type=names.content_type(
+                               n=base + len(ripe), upto=ripe[-1]['name'])):
+        return 0
+    qs.store.delete_many(qs.c, [e['name'] for e in ripe] + [
+        names.total_obj(s) for s in range(max(0, seq - 1), seq + 1)])
+    return len(ripe)
+
+
+def prune_cuts(qs):
+    """gc: delete every stored cut but the highest."""
+    cuts = qs.store.listing_all(qs.c, 'k/')
+    qs.store.delete_many(qs.c, [e['name'] for e in cuts[:-1]])
+
+
+def _newest_fold(qs):
+    """(seq, count, last tally name covered) of the newest fold."""
+    folded = qs.store.listing(qs.c, 't/', limit=1, reverse=True)
+    if not folded:
+        return 0, 0, None
+    params = names.ct_params(folded[0].get('content_type'))
+    return (int(folded[0]['name'][2:]), int(params['n']), params['upto'])
+
+
+def _latest_lock(qs, message_id):
+    """(latest attempt, its Content-Type parameters, its last_modified)."""
+    best = (0, {}, None)
+    for entry in qs.store.listing(qs.c, names.lock_prefix(message_id)):
+        attempt = names.parse_lock(entry['name'])[1]
+        if attempt > best[0]:
+            best = (attempt, names.ct_params(entry.get('content_type')),
+                    entry.get('last_modified'))
+    return best
+
+
+def _age_s(last_modified, now_ms):
+    modified = datetime.datetime.fromisoformat(last_modified).replace(
+        tzinfo=datetime.timezone.utc)
+    return now_ms / 1000 - modified.timestamp()
+
+
+def clean(qs, retention, now, batch):
+    """The backend's ``_clean``: remove up to ``batch`` of the oldest
+    messages ``retention`` no longer keeps. Nothing to remove costs the
+    horizon and one listing, whatever the backlog."""
+    victims, full = dropped(qs, horizon(qs, retention, now), batch)
+    if not victims:
+        return 0, False
+    count, progress = drop(qs, victims, now)
+    return count, full and progress
