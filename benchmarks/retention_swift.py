@@ -170,7 +170,7 @@ def report(args, rows, empty, full, removed):
               percentile(kept, 90) / percentile(base, 90)))
     print('cleanup pass over %d queues, gc step / retention cleanup alone: '
           'empty %.3f / %.3f s, %s messages each with nothing to remove '
-          '%.3f / %.3f s: %.2fx / %.2fx (target <= 2)' % (
+          '%.3f / %.3f s: ratio %.2fx / %.2fx (target <= 2)' % (
               args.queues, empty[0], empty[1], format(args.queue_size, ','),
               full[0], full[1], full[0] / empty[0], full[1] / empty[1]))
     per = {size: seconds / size * 1000 for size, seconds in removed.items()}
@@ -178,8 +178,9 @@ def report(args, rows, empty, full, removed):
     print('removal past time per message: %s' % ', '.join(
         '%s: %.2f ms' % (format(size, ','), per[size])
         for size in (small, large)))
-    print('per-message cost, %s vs %s: %.2fx (O(N): about 1)' % (
-        format(large, ','), format(small, ','), per[large] / per[small]))
+    print('removal per-message cost ratio, %s vs %s: %.2fx (O(N): about '
+          '1)' % (format(large, ','), format(small, ','),
+                  per[large] / per[small]))
 
 
 def main(argv=None):
