@@ -5,6 +5,7 @@ classes; this base registers the options (the backend's and the shared
 limits), builds each controller once, and reports health the same way.
 """
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
@@ -16,6 +17,13 @@ from zaqar_delay.conf import limits
 LOG = logging.getLogger(__name__)
 
 
+def _pooled(conf):
+    try:
+        return bool(conf.pooling)
+    except cfg.NoSuchOptError:
+        return False
+
+
 class DataDriver(storage.DataDriverBase):
 
     # Set by each backend.
@@ -25,9 +33,15 @@ class DataDriver(storage.DataDriverBase):
     SUBSCRIPTION_CONTROLLER = None
 
     def __init__(self, conf, cache, control_driver):
+        # Zaqar's base registers _DRIVER_OPTIONS, tolerating options that
+        # its pooling registered first under the same names from a pool's
+        # options; snapshot() applies our types and bounds to them.
         super().__init__(conf, cache, control_driver)
-        zd_conf.register(conf, self.OPTIONS, limits)
-        self.store_conf = conf[self.OPTIONS.GROUP_NAME]
+        try:
+            self.store_conf = zd_conf.snapshot(conf, self.OPTIONS)
+        finally:
+            if _pooled(conf):
+                zd_conf.release_pool(conf, self.OPTIONS)
 
     @classmethod
     def driver_options(cls, options):
