@@ -1,0 +1,149 @@
+"""End to end: ``zaqar-server`` with ``pooling = True`` on two redis-servers.
+
+As an operator would: Zaqar's sqlalchemy management store on sqlite (Zaqar
+23's redis management store cannot register pools), two pools registered
+with ``PUT /v2/pools/<name>`` and ``delay.redis://`` URIs, one flavor per
+pool so that queues land on a known pool, then queues on both. Each
+queue's keys must be on the Redis that its catalogue entry names, before
+and after a ``zaqar-server`` restart, and delay and groups work on each.
+"""
+
+import sqlite3
+import time
+import uuid
+
+import pytest
+import requests
+import sqlalchemy
+
+from tests import conftest
+from tests.integration.conftest import Client
+from tests.servers import redis_server
+from tests.servers import zaqar_server
+
+pytestmark = pytest.mark.integration
+
+POOLS = ('pa', 'pb')
+QUEUES_PER_POOL = 3
+
+
+def delay_uri(server):
+    return 'delay.redis://127.0.0.1:{}/0'.format(server.port)
+
+
+@pytest.fixture(scope='module')
+def redis_pools():
+    servers = {}
+    try:
+        for pool in POOLS:
+            servers[pool] = redis_server.RedisServer().start()
+    except redis_server.RedisUnavailable as exc:
+        for server in servers.values():
+            server.stop()
+        conftest.unavailable(str(exc))
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+def create_schema(path):
+    # Zaqar's alembic migrations speak MySQL only; its sqlalchemy store's
+    # own tests create the schema from its table definitions, as here.
+    from zaqar.storage.sqlalchemy import tables
+    engine = sqlalchemy.create_engine('sqlite:///' + path)
+    tables.metadata.create_all(engine)
+    engine.dispose()
+
+
+@pytest.fixture(scope='module')
+def server(redis_pools, tmp_path_factory):
+    directory = tmp_path_factory.mktemp('zd-pooling')
+    database = str(directory / 'zaqar.db')
+    create_schema(database)
+    running = zaqar_server.ZaqarServer(
+        None, 'delay.redis', {'socket_timeout': 5.0},
+        management_store='sqlalchemy',
+        management_uri='sqlite:///' + database,
+        extra='[DEFAULT]\npooling = true\nadmin_mode = true\n').start()
+    running.database = database
+    yield running
+    running.stop()
+
+
+def admin(server, method, path, body, project='admin'):
+    reply = requests.request(
+        method, server.url + '/v2' + path, json=body, timeout=30,
+        headers={'X-Project-ID': project, 'Client-ID': str(uuid.uuid4()),
+                 'X-Roles': 'admin'})
+    assert reply.status_code in (201, 204), (path, reply.status_code,
+                                             reply.text)
+
+
+@pytest.fixture(scope='module')
+def pools(server, redis_pools):
+    for pool in POOLS:
+        admin(server, 'PUT', '/pools/' + pool,
+              {'weight': 100, 'uri': delay_uri(redis_pools[pool])})
+    return redis_pools
+
+
+def catalogue(database, project):
+    with sqlite3.connect(database) as db:
+        return dict(db.execute(
+            'SELECT queue, pool FROM Catalogue WHERE project = ?',
+            (project,)).fetchall())
+
+
+def keys_of(server, project, queue):
+    import redis
+    client = redis.Redis(port=server.port)
+    return client.keys('*{%s/%s}*' % (project, queue))
+
+
+def test_queues_live_on_their_pools_redis_also_after_a_restart(server,
+                                                               pools):
+    project = 'project-' + uuid.uuid4().hex[:8]
+    client = Client(server.url, project)
+    placed = {}
+    for pool in POOLS:
+        # Flavors belong to a project; one per pool places queues on it.
+        admin(server, 'PUT', '/flavors/f-' + pool, {'pool_list': [pool]},
+              project)
+        for i in range(QUEUES_PER_POOL):
+            queue = 'q-{}-{}'.format(pool, i)
+            reply = client.call('PUT', '/queues/' + queue,
+                                json={'_flavor': 'f-' + pool,
+                                      '_default_message_delay': 1,
+                                      '_message_group_key': 'g'})
+            assert reply.status_code == 201, reply.text
+            placed[queue] = pool
+            reply = client.post(
+                queue, {'ttl': 300, 'body': {'g': 1, 'q': queue, 'n': 1}},
+                {'ttl': 300, 'body': {'g': 1, 'q': queue, 'n': 2},
+                 'delay': 0},
+                {'ttl': 300, 'body': {'g': 2, 'q': queue, 'n': 3},
+                 'delay': 0})
+            assert reply.status_code == 201, reply.text
+    assert catalogue(server.database, project) == placed
+    check_placement(pools, project, placed)
+    # Delay and groups on each pool: group 1's head is delayed, so its
+    # second message waits behind it; group 2 is free.
+    for queue in placed:
+        assert [m['body']['n'] for m in client.claim(queue)] == [3]
+        assert client.stats(queue)['delayed'] == 1
+
+    server.stop()
+    server.start()
+    check_placement(pools, project, placed)
+    time.sleep(1.1)
+    for queue in placed:
+        stats = client.stats(queue)
+        assert (stats['total'], stats['claimed']) == (3, 1), (queue, stats)
+        assert [m['body']['n'] for m in client.claim(queue)] == [1]
+
+
+def check_placement(pools, project, placed):
+    for queue, pool in placed.items():
+        other = [p for p in POOLS if p != pool][0]
+        assert keys_of(pools[pool], project, queue), (queue, pool)
+        assert not keys_of(pools[other], project, queue), (queue, other)
