@@ -13,9 +13,14 @@ uri = cfg.StrOpt(
     'uri', default='delay.redis://127.0.0.1:6379/0', secret=True,
     help='Redis server to keep messages in, as '
          'delay.redis://[:password@]host[:port][/db] or '
-         'delay.redis:///path/to/redis.sock[?db=N]. The plain redis:// scheme '
-         'is accepted too. Put the password in the URI only on hosts where '
-         'zaqar.conf is private.')
+         'delay.redis:///path/to/redis.sock[?db=N]; or, with Redis Sentinel, '
+         'delay.redis://[:password@]host1[:port],host2[:port][/db]'
+         '?master=NAME, which lists Sentinels (port 26379 by default) that '
+         'watch the master called NAME, adds sentinel_username and '
+         'sentinel_password to the query when the Sentinels need them, and '
+         'follows a failover without a restart. The plain redis:// scheme '
+         'is accepted too. Redis Cluster is not supported. Put passwords in '
+         'the URI only on hosts where zaqar.conf is private.')
 
 socket_timeout = cfg.FloatOpt(
     'socket_timeout', default=5.0, min=0.1,
