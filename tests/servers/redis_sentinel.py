@@ -1,4 +1,4 @@
-"""A Redis master, one replica and three Sentinels on loopback.
+"""A Redis master and its replica; with three Sentinels on loopback.
 
 The Sentinels watch the master under the name ``MASTER`` with a quorum of
 two and declare it down after ``down_after_ms``; ``kill_master()`` SIGKILLs
@@ -15,6 +15,7 @@ import textwrap
 import time
 
 from tests.servers import processes
+from tests.servers import redis_server
 from tests.servers.redis_server import RedisServer
 from tests.servers.redis_server import RedisUnavailable
 from tests.servers.redis_server import free_port
@@ -36,8 +37,7 @@ class SentinelSet:
     def __init__(self, down_after_ms=1000, failover_timeout_ms=5000):
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
-        self.master = RedisServer(persistent=True)
-        self.replica = None
+        self.master = self.replica = None
         self.sentinel_ports = []
         self._sentinels = []
         self.workdir = None
@@ -51,9 +51,7 @@ class SentinelSet:
 
     def start(self, timeout=30):
         self.workdir = tempfile.mkdtemp(prefix='zd-sentinel-')
-        self.master.start()
-        self.replica = RedisServer(persistent=True, args=[
-            '--replicaof', '127.0.0.1', str(self.master.port)]).start()
+        self.master, self.replica = replicated_pair()
         for _ in range(SENTINELS):
             self._start_sentinel()
         self._wait_until_watched(timeout)
@@ -76,7 +74,7 @@ class SentinelSet:
                             master=self.master.port, down=self.down_after_ms,
                             failover=self.failover_timeout_ms))
         process = subprocess.Popen(
-            [self.master.binary, path, '--sentinel'],
+            [redis_server.find_binary(), path, '--sentinel'],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._sentinels.append(process)
         self.sentinel_ports.append(port)
@@ -137,3 +135,19 @@ class SentinelSet:
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
+
+
+def replicated_pair(timeout=20):
+    """(master, replica) RedisServers, the replica in sync."""
+    master = RedisServer(persistent=True).start()
+    replica = RedisServer(persistent=True, args=[
+        '--replicaof', '127.0.0.1', str(master.port)]).start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if b'master_link_status:up' in _ask(replica.port, 'INFO',
+                                            'replication'):
+            return master, replica
+        time.sleep(0.1)
+    master.stop()
+    replica.stop()
+    raise RedisUnavailable('replica did not sync in %d s' % timeout)
