@@ -20,6 +20,10 @@ from zaqar.storage.sqlalchemy import driver as sqlalchemy_driver
 from zaqar.storage.sqlalchemy import tables
 
 
+def delay_uri(url):
+    return url.replace('redis://', 'delay.redis://')
+
+
 def pooled_conf(message_store):
     conf = cfg.ConfigOpts()
     zaqar_conf.configure(conf)

@@ -13,26 +13,11 @@ import pytest
 import redis as redis_py
 from zaqar.common import errors as zaqar_errors
 
-from tests import conftest
 from tests.contract.helpers import claim, post
 from tests.pooling import catalog as pooled
-from tests.servers import redis_server
+from tests.pooling.catalog import delay_uri
 
 REDIS_GROUP = 'drivers:message_store:delay.redis'
-
-
-def delay_uri(url):
-    return url.replace('redis://', 'delay.redis://')
-
-
-@pytest.fixture(scope='module')
-def second_redis_url():
-    try:
-        server = redis_server.RedisServer().start()
-    except redis_server.RedisUnavailable as exc:
-        conftest.unavailable(str(exc))
-    yield server.url
-    server.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 Zaqar 23's own ``zaqar-gc`` calls ``gc()`` on its storage pipeline, which
 does not pass the call on to the data driver, so it cleans nothing. This
 command reads the same ``zaqar.conf`` and calls the data driver's ``gc()``
-(every pool's, with pooling): expired claims are redelivered, due messages
+(every pool's, with pooling: Zaqar's pooling driver passes ``gc()`` to the
+pipeline in front of each pool's driver, which drops it too): expired claims are redelivered, due messages
 promoted, expired messages removed, and dead-letter moves that a crashed API
 node left half done are finished. Every step is atomic in the store, so
 several hosts may run it at once. A queue that fails is logged and skipped;
@@ -16,6 +17,7 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 from zaqar import bootstrap
+from zaqar.storage import pooling
 
 LOG = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ def main(argv=None):
     while True:
         started = time.monotonic()
         try:
-            removed = store.gc()
+            removed = gc_pass(store)
         except Exception as exc:
             # The driver's gc() isolates queues (driver.gc_each): what
             # reaches here is the store itself failing. Report it and try
@@ -64,3 +66,24 @@ def main(argv=None):
         if conf.once:
             return 0
         time.sleep(conf.interval)
+
+
+def gc_pass(store):
+    """One pass: the data driver's ``gc()``, or with pooling each pool's.
+
+    A pool that fails is logged and skipped, so one pool's outage does not
+    stop gc of the others; the pass then fails with that pool's error once
+    every pool had its turn."""
+    if not isinstance(store, pooling.DataDriver):
+        return store.gc()
+    catalog = store._pool_catalog
+    removed, failed = 0, []
+    for pool in next(catalog._pools_ctrl.list(limit=0)):
+        try:
+            removed += catalog.get_driver(pool['name'])._storage.gc() or 0
+        except Exception as exc:
+            LOG.error('gc of pool %s failed: %s', pool['name'], exc)
+            failed.append(exc)
+    if failed:
+        raise failed[0]
+    return removed
