@@ -54,6 +54,40 @@ class DataDriver(storage.DataDriverBase):
     def capabilities(self):
         return self.BASE_CAPABILITIES
 
+    def catalogue(self, queue, project):
+        """With pooling, file ``queue`` under this driver's pool in Zaqar's
+        catalogue unless it is filed already.
+
+        Called for the queues this driver copies messages into (dead-letter
+        queues, group move targets): Zaqar catalogues only the queues
+        created through its API, and looks nowhere else, so a target this
+        driver created would be unreadable. A target filed under another
+        pool is logged: the copies land in this pool, where Zaqar will not
+        look (README, *Scaling out*)."""
+        if not _pooled(self.conf) or self.pool_name is None:
+            return
+        catalogue = self.control_driver.catalogue_controller
+        try:
+            pool = catalogue.get(project, queue)['pool']
+        except storage_errors.QueueNotMapped:
+            catalogue.insert(project, queue, self.pool_name)
+            return
+        if pool != self.pool_name:
+            LOG.error('queue %r of project %r is on pool %r, but messages '
+                      'for it (dead letters, a moved group) are stored in '
+                      'pool %r, where Zaqar will not find them: put it on '
+                      'the same pool (flavor) as the queues that feed it',
+                      queue, project, pool, self.pool_name)
+
+    @decorators.lazy_property(write=False)
+    def pool_name(self):
+        """This driver's pool in Zaqar's catalogue: the one with its URI
+        (None for Zaqar's virtual pool)."""
+        for pool in next(self.control_driver.pools_controller.list(limit=0)):
+            if pool['uri'] == self.store_conf.uri:
+                return pool['name']
+        return None
+
     def _health(self):
         return {'storage_reachable': self.is_alive(),
                 'operation_status': self._get_operation_status()}

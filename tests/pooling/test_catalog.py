@@ -162,3 +162,34 @@ def test_each_swift_pool_keeps_its_own_account(tmp_path, project,
         theirs = drivers[other].store.containers('')
         assert any('q-' + pool in name for name in mine)
         assert not any('q-' + pool in name for name in theirs)
+
+
+def dead_letter_one(driver, project):
+    post(driver, 'feed', project, 'x')
+    claim_id, _ = claim(driver, 'feed', project)
+    driver.claim_controller.delete('feed', claim_id, project)
+    assert claim(driver, 'feed', project)[1] == []
+
+
+def test_a_dead_letter_queue_is_filed_under_its_feeders_pool(
+        redis_pools, project, caplog):
+    _, control, catalog = redis_pools
+    pooled.place(control, 'feed', project, 'b',
+                 {'_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    dead_letter_one(catalog.lookup('feed', project), project)
+    assert control.catalogue_controller.get(project, 'dlq')['pool'] == 'b'
+    _, got = claim(catalog.lookup('dlq', project), 'dlq', project)
+    assert [m['body'] for m in got] == ['x']
+    assert 'where Zaqar will not find them' not in caplog.text
+
+
+def test_a_dead_letter_queue_on_another_pool_is_logged(redis_pools,
+                                                       project, caplog):
+    _, control, catalog = redis_pools
+    pooled.place(control, 'feed', project, 'a',
+                 {'_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    pooled.place(control, 'dlq', project, 'b')
+    dead_letter_one(catalog.lookup('feed', project), project)
+    assert ("queue 'dlq' of project %r is on pool 'b', but messages for it "
+            "(dead letters, a moved group) are stored in pool 'a'"
+            % project) in caplog.text

@@ -147,3 +147,26 @@ def check_placement(pools, project, placed):
         other = [p for p in POOLS if p != pool][0]
         assert keys_of(pools[pool], project, queue), (queue, pool)
         assert not keys_of(pools[other], project, queue), (queue, other)
+
+
+def test_dead_letters_are_found_where_zaqar_looks(server, pools):
+    # The dead-letter queue does not exist: the driver creates it and
+    # files it under the pool of the queue that feeds it.
+    project = 'project-' + uuid.uuid4().hex[:8]
+    client = Client(server.url, project)
+    # A pool belongs to one flavor at a time (Zaqar 23): a new one.
+    admin(server, 'PUT', '/flavors/dl-pb', {'pool_list': ['pb']}, project)
+    reply = client.call('PUT', '/queues/feed',
+                        json={'_flavor': 'dl-pb', '_max_claim_count': 1,
+                              '_dead_letter_queue': 'letters'})
+    assert reply.status_code == 201, reply.text
+    assert client.post('feed', {'ttl': 300, 'body': 'x'}).status_code == 201
+    reply = client.call('POST', '/queues/feed/claims',
+                        json={'ttl': 60, 'grace': 60})
+    assert reply.status_code == 201, reply.text
+    claim_path = reply.headers['Location'].split('/v2', 1)[1]
+    assert client.call('DELETE', claim_path).status_code == 204
+    assert client.claim('feed') == []
+    assert catalogue(server.database, project) == {'feed': 'pb',
+                                                   'letters': 'pb'}
+    assert client.bodies('letters') == ['x']
