@@ -1,7 +1,10 @@
-"""``zaqar-delay-gc`` with pooling reaches every pool's driver (Zaqar's
-pooling driver hands ``gc()`` to a pipeline that drops it), and a pool that
-is down does not stop gc of the others."""
+"""The operator commands with pooling: ``zaqar-delay-gc`` reaches every
+pool's driver (Zaqar's pooling driver hands ``gc()`` to a pipeline that
+drops it) and a pool that is down does not stop gc of the others;
+``zaqar-delay-groups`` works on the pool the queue is catalogued on."""
 
+import io
+import json
 import time
 
 import pytest
@@ -12,6 +15,7 @@ from tests.pooling import catalog as pooled
 from tests.pooling.catalog import delay_uri
 from tests.servers.redis_server import free_port
 from zaqar_delay.cmd import gc as gc_command
+from zaqar_delay.cmd import groups as groups_command
 
 CONFIG = """[DEFAULT]
 pooling = true
@@ -26,14 +30,15 @@ uri = sqlite:///{database}
 
 
 @pytest.fixture
-def gc(tmp_path, monkeypatch):
+def pooled_config(tmp_path, monkeypatch):
+    """(zaqar.conf path, control driver, catalogue) of a pooled Zaqar."""
     conf, control, catalog = pooled.make_catalog(tmp_path, 'delay.redis')
     path = tmp_path / 'zaqar.conf'
     path.write_text(CONFIG.format(database=tmp_path / 'zaqar.db'))
     # Keep pytest's log capture: oslo.log would replace its handler.
-    monkeypatch.setattr(gc_command.logging, 'setup', lambda *a: None)
-    return (lambda: gc_command.main(['--config-file', str(path), '--once']),
-            control, catalog)
+    for command in (gc_command, groups_command):
+        monkeypatch.setattr(command.logging, 'setup', lambda *a: None)
+    return str(path), control, catalog
 
 
 def expired_message(catalog, control, project, queue, pool):
@@ -48,8 +53,8 @@ def message_keys(url, project, queue):
 
 
 def test_gc_reaches_every_pool_and_skips_one_that_is_down(
-        gc, redis_url, second_redis_url, project, caplog):
-    run, control, catalog = gc
+        pooled_config, redis_url, second_redis_url, project, caplog):
+    path, control, catalog = pooled_config
     urls = {'a': redis_url, 'b': second_redis_url}
     for pool, url in urls.items():
         control.pools_controller.create(pool, 100, delay_uri(url))
@@ -62,7 +67,30 @@ def test_gc_reaches_every_pool_and_skips_one_that_is_down(
     before = {pool: message_keys(url, project, 'q-' + pool)
               for pool, url in urls.items()}
     assert all(before.values()), before
-    assert run() == 1
+    assert gc_command.main(['--config-file', path, '--once']) == 1
     for pool, url in urls.items():
         assert message_keys(url, project, 'q-' + pool) == [], pool
     assert 'gc of pool a-down failed' in caplog.text
+
+
+def test_groups_command_works_on_the_queues_pool(
+        pooled_config, redis_url, second_redis_url, project):
+    path, control, catalog = pooled_config
+    for pool, url in (('a', redis_url), ('b', second_redis_url)):
+        control.pools_controller.create(pool, 100, delay_uri(url))
+    pooled.place(control, 'carts', project, 'b', {'_message_group_key': 'g'})
+    post(catalog.lookup('carts', project), 'carts', project,
+         {'g': 'c1'}, {'g': 'c1'}, {'g': 'c2'})
+
+    def groups(*args):
+        out = io.StringIO()
+        code = groups_command.main(['--config-file', path, *args], out=out)
+        return code, out.getvalue()
+
+    code, listed = groups('list', project, 'carts')
+    assert code == 0
+    assert [json.loads(line)['id'] for line in listed.splitlines()] == [
+        'c1', 'c2']
+    assert groups('purge', project, 'carts', 'c1') == (
+        0, 'purged 2 messages\n')
+    assert groups('list', project, 'nowhere')[0] == 1
