@@ -37,11 +37,27 @@ class DataDriver(storage.DataDriverBase):
         # its pooling registered first under the same names from a pool's
         # options; snapshot() applies our types and bounds to them.
         super().__init__(conf, cache, control_driver)
+        pooled = _pooled(conf)
         try:
-            self.store_conf = zd_conf.snapshot(conf, self.OPTIONS)
+            pool = self._own_pool(conf) if pooled else None
+            # Values from the pool's registration as it was written: the
+            # shared section may have bent them to the types Zaqar gave
+            # its options (an IntOpt turns 2.5 into 2).
+            self.store_conf = zd_conf.snapshot(
+                conf, self.OPTIONS, pool.get('options') or {} if pool else {})
         finally:
-            if _pooled(conf):
+            if pooled:
                 zd_conf.release_pool(conf, self.OPTIONS)
+        # This driver's pool in Zaqar's catalogue (None without pooling, for
+        # Zaqar's virtual pool, and for a pool being registered).
+        self.pool_name = pool['name'] if pool else None
+
+    def _own_pool(self, conf):
+        """The registered pool whose URI Zaqar just gave this driver."""
+        uri = conf[self.OPTIONS.GROUP_NAME].uri
+        pools = self.control_driver.pools_controller.list(limit=0,
+                                                          detailed=True)
+        return next((p for p in next(pools) if p['uri'] == uri), None)
 
     @classmethod
     def driver_options(cls, options):
@@ -64,7 +80,7 @@ class DataDriver(storage.DataDriverBase):
         driver created would be unreadable. A target filed under another
         pool is logged: the copies land in this pool, where Zaqar will not
         look (README, *Scaling out*)."""
-        if not _pooled(self.conf) or self.pool_name is None:
+        if self.pool_name is None:
             return
         catalogue = self.control_driver.catalogue_controller
         try:
@@ -78,15 +94,6 @@ class DataDriver(storage.DataDriverBase):
                       'pool %r, where Zaqar will not find them: put it on '
                       'the same pool (flavor) as the queues that feed it',
                       queue, project, pool, self.pool_name)
-
-    @decorators.lazy_property(write=False)
-    def pool_name(self):
-        """This driver's pool in Zaqar's catalogue: the one with its URI
-        (None for Zaqar's virtual pool)."""
-        for pool in next(self.control_driver.pools_controller.list(limit=0)):
-            if pool['uri'] == self.store_conf.uri:
-                return pool['name']
-        return None
 
     def _health(self):
         return {'storage_reachable': self.is_alive(),

@@ -193,3 +193,16 @@ def test_a_dead_letter_queue_on_another_pool_is_logged(redis_pools,
     assert ("queue 'dlq' of project %r is on pool 'b', but messages for it "
             "(dead letters, a moved group) are stored in pool 'a'"
             % project) in caplog.text
+
+
+def test_pool_options_are_taken_as_registered(tmp_path, redis_url,
+                                              second_redis_url):
+    # The first pool makes Zaqar type socket_timeout as an integer option;
+    # the second pool's 2.5 must not become 2.
+    _, control, catalog = pooled.make_catalog(tmp_path, 'delay.redis')
+    control.pools_controller.create('a', 100, delay_uri(redis_url),
+                                    options={'socket_timeout': 2})
+    control.pools_controller.create('b', 100, delay_uri(second_redis_url),
+                                    options={'socket_timeout': 2.5})
+    assert storage(catalog.get_driver('a')).store_conf.socket_timeout == 2.0
+    assert storage(catalog.get_driver('b')).store_conf.socket_timeout == 2.5

@@ -30,8 +30,9 @@ def register(conf, *modules):
         conf.register_opts(module.ALL_OPTS, group=module.GROUP_NAME)
 
 
-def snapshot(conf, module):
-    """The values of ``module``'s options as they are now, each checked
+def snapshot(conf, module, given=None):
+    """The values of ``module``'s options as they are now, or as ``given``
+    ({name: value}, a pool's registered options) names them, each checked
     against our own definition of the option.
 
     Drivers take their values once, when they are built: Zaqar's pooling
@@ -42,9 +43,10 @@ def snapshot(conf, module):
     pool's options, typed by their JSON values) has neither our type nor our
     bounds, so every value goes through our option's type here."""
     group = conf[module.GROUP_NAME]
+    given = given or {}
     values = {}
     for opt in module.ALL_OPTS:
-        value = group[opt.dest]
+        value = given[opt.dest] if opt.dest in given else group[opt.dest]
         if value is not None:
             try:
                 value = opt.type(value)
