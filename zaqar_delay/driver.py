@@ -37,17 +37,22 @@ class DataDriver(storage.DataDriverBase):
         # its pooling registered first under the same names from a pool's
         # options; snapshot() applies our types and bounds to them.
         super().__init__(conf, cache, control_driver)
-        pooled = _pooled(conf)
-        try:
-            pool = self._own_pool(conf) if pooled else None
-            # Values from the pool's registration as it was written: the
-            # shared section may have bent them to the types Zaqar gave
-            # its options (an IntOpt turns 2.5 into 2).
+        pool = self._own_pool(conf) if _pooled(conf) else None
+        if pool is not None:
+            # The pool's registration as it was written, over zaqar.conf:
+            # the overrides in the shared section go first, as they may be
+            # bent to the types Zaqar gave its options (an integer option
+            # turns 2.5 into 2) or left over from another pool.
+            zd_conf.release_pool(conf, self.OPTIONS)
             self.store_conf = zd_conf.snapshot(
-                conf, self.OPTIONS, pool.get('options') or {} if pool else {})
-        finally:
-            if pooled:
-                zd_conf.release_pool(conf, self.OPTIONS)
+                conf, self.OPTIONS,
+                dict(pool.get('options') or {}, uri=pool['uri']))
+        else:
+            try:
+                self.store_conf = zd_conf.snapshot(conf, self.OPTIONS)
+            finally:
+                if _pooled(conf):
+                    zd_conf.release_pool(conf, self.OPTIONS)
         # This driver's pool in Zaqar's catalogue (None without pooling, for
         # Zaqar's virtual pool, and for a pool being registered).
         self.pool_name = pool['name'] if pool else None

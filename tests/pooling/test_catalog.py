@@ -206,3 +206,22 @@ def test_pool_options_are_taken_as_registered(tmp_path, redis_url,
                                     options={'socket_timeout': 2.5})
     assert storage(catalog.get_driver('a')).store_conf.socket_timeout == 2.0
     assert storage(catalog.get_driver('b')).store_conf.socket_timeout == 2.5
+
+
+def test_a_pool_refused_halfway_leaves_nothing_to_the_next(
+        tmp_path, redis_url, second_redis_url):
+    # With our options registered, Zaqar's dynamic_conf itself refuses the
+    # bad value, after overriding the options before it in the pool's
+    # options: the next pool built must not inherit those.
+    _, control, catalog = pooled.make_catalog(tmp_path, 'delay.redis')
+    control.pools_controller.create('a', 100, delay_uri(redis_url))
+    control.pools_controller.create(
+        'bad', 100, 'delay.redis://127.0.0.1:1/0',
+        options={'max_reconnect_attempts': 1, 'socket_timeout': 0.01})
+    control.pools_controller.create('b', 100, delay_uri(second_redis_url))
+    catalog.get_driver('a')
+    with pytest.raises(ValueError, match='greater than or equal to 0.1'):
+        catalog.get_driver('bad')
+    b = storage(catalog.get_driver('b')).store_conf
+    assert (b.uri, b.max_reconnect_attempts) == (
+        delay_uri(second_redis_url), 3)

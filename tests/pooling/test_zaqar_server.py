@@ -8,6 +8,7 @@ queue's keys must be on the Redis that its catalogue entry names, before
 and after a ``zaqar-server`` restart, and delay and groups work on each.
 """
 
+import os
 import sqlite3
 import time
 import uuid
@@ -25,6 +26,9 @@ pytestmark = pytest.mark.integration
 
 POOLS = ('pa', 'pb')
 QUEUES_PER_POOL = 3
+# Long enough that the first claims run before any delay ends, even on a
+# loaded machine.
+DELAY = 10
 
 
 def delay_uri(server):
@@ -104,7 +108,7 @@ def test_queues_live_on_their_pools_redis_also_after_a_restart(server,
                                                                pools):
     project = 'project-' + uuid.uuid4().hex[:8]
     client = Client(server.url, project)
-    placed = {}
+    placed, posted = {}, None
     for pool in POOLS:
         # Flavors belong to a project; one per pool places queues on it.
         admin(server, 'PUT', '/flavors/f-' + pool, {'pool_list': [pool]},
@@ -113,7 +117,7 @@ def test_queues_live_on_their_pools_redis_also_after_a_restart(server,
             queue = 'q-{}-{}'.format(pool, i)
             reply = client.call('PUT', '/queues/' + queue,
                                 json={'_flavor': 'f-' + pool,
-                                      '_default_message_delay': 1,
+                                      '_default_message_delay': DELAY,
                                       '_message_group_key': 'g'})
             assert reply.status_code == 201, reply.text
             placed[queue] = pool
@@ -124,10 +128,12 @@ def test_queues_live_on_their_pools_redis_also_after_a_restart(server,
                 {'ttl': 300, 'body': {'g': 2, 'q': queue, 'n': 3},
                  'delay': 0})
             assert reply.status_code == 201, reply.text
+            posted = time.monotonic()
     assert catalogue(server.database, project) == placed
     check_placement(pools, project, placed)
     # Delay and groups on each pool: group 1's head is delayed, so its
-    # second message waits behind it; group 2 is free.
+    # second message waits behind it; group 2 is free. (Each queue's
+    # first post is its delayed message, posted before the others.)
     for queue in placed:
         assert [m['body']['n'] for m in client.claim(queue)] == [3]
         assert client.stats(queue)['delayed'] == 1
@@ -135,7 +141,7 @@ def test_queues_live_on_their_pools_redis_also_after_a_restart(server,
     server.stop()
     server.start()
     check_placement(pools, project, placed)
-    time.sleep(1.1)
+    time.sleep(max(0.0, posted + DELAY + 0.1 - time.monotonic()))
     for queue in placed:
         stats = client.stats(queue)
         assert (stats['total'], stats['claimed']) == (3, 1), (queue, stats)
@@ -170,3 +176,26 @@ def test_dead_letters_are_found_where_zaqar_looks(server, pools):
     assert catalogue(server.database, project) == {'feed': 'pb',
                                                    'letters': 'pb'}
     assert client.bodies('letters') == ['x']
+
+
+def test_a_pool_with_a_bad_option_answers_503(server,
+                                                             redis_pools):
+    # Zaqar checks only that a new pool's URI can be reached; the option
+    # is refused (by the option's bounds, in Zaqar's dynamic_conf or in our
+    # driver) when the pool's driver is built for a request.
+    project = 'project-' + uuid.uuid4().hex[:8]
+    client = Client(server.url, project)
+    spare = redis_server.RedisServer().start()
+    try:
+        admin(server, 'PUT', '/pools/bad',
+              {'weight': 100, 'uri': delay_uri(spare),
+               'options': {'socket_timeout': 0.01}})
+        admin(server, 'PUT', '/flavors/f-bad', {'pool_list': ['bad']},
+              project)
+        reply = client.call('PUT', '/queues/q', json={'_flavor': 'f-bad'})
+        assert reply.status_code == 503, reply.text
+        with open(os.path.join(server.workdir, 'zaqar.log')) as log:
+            text = log.read()
+        assert 'greater than or equal to 0.1' in text
+    finally:
+        spare.stop()
