@@ -4,12 +4,12 @@ Zaqar 23's own ``zaqar-gc`` calls ``gc()`` on its storage pipeline, which
 does not pass the call on to the data driver, so it cleans nothing. This
 command reads the same ``zaqar.conf`` and calls the data driver's ``gc()``
 (every pool's, with pooling: Zaqar's pooling driver passes ``gc()`` to the
-pipeline in front of each pool's driver, which drops it too): expired claims are redelivered, due messages
-promoted, expired messages removed, and dead-letter moves that a crashed API
-node left half done are finished. Every step is atomic in the store, so
-several hosts may run it at once. A queue that fails is logged and skipped;
-a store outage is logged and retried with backoff, never the end of the
-daemon.
+pipeline in front of each pool's driver, which drops it too): expired
+claims are redelivered, due messages promoted, expired messages removed,
+and dead-letter moves that a crashed API node left half done are finished.
+Every step is atomic in the store, so several hosts may run it at once. A
+queue that fails is logged and skipped; a store outage is logged and
+retried with backoff, never the end of the daemon.
 """
 
 import time
