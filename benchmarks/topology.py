@@ -59,17 +59,7 @@ def _client(directory, uris, pooling, queue, project, total, start, out):
         driver.message_controller.post(queue, batch, workloads.CLIENT,
                                        project=project)
     posted = time.perf_counter()
-    done = -1  # the warm-up message
-    while done < total:
-        claim_id, messages = driver.claim_controller.create(
-            queue, workloads.CLAIM, project=project, limit=10)
-        messages = list(messages)
-        if not messages:
-            break
-        for message in messages:
-            driver.message_controller.delete(queue, message['id'],
-                                             project=project, claim=claim_id)
-        done += len(messages)
+    workloads.drain(driver, project, queue, total + 1)  # + the warm-up
     out.put((began, posted, time.perf_counter()))
 
 
