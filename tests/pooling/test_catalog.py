@@ -142,6 +142,7 @@ def test_each_swift_pool_keeps_its_own_account(tmp_path, project,
                                                swift_server):
     # Two tempauth accounts of the one test Swift are two pools.
     from tests.factories import swift as swift_factory
+    from zaqar_delay.drivers.swift import names
     _, control, catalog = pooled.make_catalog(tmp_path, 'delay.swift')
     uris = {'a': swift_factory.swift_uri(swift_server),
             'b': swift_factory.swift_uri(swift_server, 'test2:tester2',
@@ -158,10 +159,9 @@ def test_each_swift_pool_keeps_its_own_account(tmp_path, project,
     assert drivers['b'].store_conf.timeout == 10.0
     for pool, other in (('a', 'b'), ('b', 'a')):
         assert drivers[pool].store_conf.uri == uris[pool]
-        mine = drivers[pool].store.containers('')
-        theirs = drivers[other].store.containers('')
-        assert any('q-' + pool in name for name in mine)
-        assert not any('q-' + pool in name for name in theirs)
+        container = names.container(names.MESSAGES, 'q-' + pool, project)
+        assert container in drivers[pool].store.containers(container)
+        assert container not in drivers[other].store.containers(container)
 
 
 def dead_letter_one(driver, project):
