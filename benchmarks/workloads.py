@@ -34,8 +34,15 @@ def claim_delete_throughput(driver, project, total, limit=10):
         driver.message_controller.post(
             queue, [{'ttl': 3600, 'body': n} for n in range(10)], CLIENT,
             project=project)
-    done = 0
     started = time.perf_counter()
+    done = drain(driver, project, queue, total, limit)
+    return done / (time.perf_counter() - started)
+
+
+def drain(driver, project, queue, total, limit=10):
+    """Claim (``limit`` at a time) and delete up to ``total`` messages;
+    how many were."""
+    done = 0
     while done < total:
         claim_id, messages = driver.claim_controller.create(
             queue, CLAIM, project=project, limit=limit)
@@ -46,7 +53,7 @@ def claim_delete_throughput(driver, project, total, limit=10):
             driver.message_controller.delete(queue, message['id'],
                                              project=project, claim=claim_id)
         done += len(messages)
-    return done / (time.perf_counter() - started)
+    return done
 
 
 def delayed_queue(driver, project, delayed_ahead, samples):

@@ -80,6 +80,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         copied into. A missing one is created; one whose metadata is not
         valid takes them ungrouped (rules.QueuePolicy.for_arrivals): a
         message must never be stranded or lost because of its target."""
+        self.driver.catalogue(target, project)
         try:
             metadata = self.driver.queue_controller.get_metadata(target,
                                                                  project)

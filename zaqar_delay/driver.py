@@ -8,6 +8,7 @@ limits), builds each controller once, and reports health the same way.
 import dataclasses
 import time
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from zaqar.common import decorators
 from zaqar.storage import base as storage
@@ -40,6 +41,19 @@ class GcPass:
         # "%d" log lines of callers keep working.
         return self.expired
 
+    def add(self, other):
+        """Add another pass's counts (one per pool, with pooling)."""
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, getattr(self, field.name)
+                    + getattr(other, field.name))
+
+
+def _pooled(conf):
+    try:
+        return bool(conf.pooling)
+    except cfg.NoSuchOptError:
+        return False
+
 
 class DataDriver(storage.DataDriverBase):
 
@@ -53,10 +67,38 @@ class DataDriver(storage.DataDriverBase):
     _gc_pass = None
 
     def __init__(self, conf, cache, control_driver):
+        # Zaqar's base registers _DRIVER_OPTIONS, tolerating options that
+        # its pooling registered first under the same names from a pool's
+        # options; snapshot() applies our types and bounds to them.
         super().__init__(conf, cache, control_driver)
-        zd_conf.register(conf, self.OPTIONS, limits, retention_options)
-        self.store_conf = conf[self.OPTIONS.GROUP_NAME]
+        pool = self._own_pool(conf) if _pooled(conf) else None
+        if pool is not None:
+            # The pool's registration as it was written, over zaqar.conf:
+            # the overrides in the shared section go first, as they may be
+            # bent to the types Zaqar gave its options (an integer option
+            # turns 2.5 into 2) or left over from another pool.
+            zd_conf.release_pool(conf, self.OPTIONS)
+            self.store_conf = zd_conf.snapshot(
+                conf, self.OPTIONS,
+                dict(pool.get('options') or {}, uri=pool['uri']))
+        else:
+            try:
+                self.store_conf = zd_conf.snapshot(conf, self.OPTIONS)
+            finally:
+                if _pooled(conf):
+                    zd_conf.release_pool(conf, self.OPTIONS)
+        # This driver's pool in Zaqar's catalogue (None without pooling, for
+        # Zaqar's virtual pool, and for a pool being registered).
+        self.pool_name = pool['name'] if pool else None
+        zd_conf.register(conf, retention_options)
         self.retention_conf = conf[retention_options.GROUP_NAME]
+
+    def _own_pool(self, conf):
+        """The registered pool whose URI Zaqar just gave this driver."""
+        uri = conf[self.OPTIONS.GROUP_NAME].uri
+        pools = self.control_driver.pools_controller.list(limit=0,
+                                                          detailed=True)
+        return next((p for p in next(pools) if p['uri'] == uri), None)
 
     @classmethod
     def driver_options(cls, options):
@@ -68,6 +110,31 @@ class DataDriver(storage.DataDriverBase):
     @property
     def capabilities(self):
         return self.BASE_CAPABILITIES
+
+    def catalogue(self, queue, project):
+        """With pooling, file ``queue`` under this driver's pool in Zaqar's
+        catalogue unless it is filed already.
+
+        Called for the queues this driver copies messages into (dead-letter
+        queues, group move targets): Zaqar catalogues only the queues
+        created through its API, and looks nowhere else, so a target this
+        driver created would be unreadable. A target filed under another
+        pool is logged: the copies land in this pool, where Zaqar will not
+        look (README, *Scaling out*)."""
+        if self.pool_name is None:
+            return
+        catalogue = self.control_driver.catalogue_controller
+        try:
+            pool = catalogue.get(project, queue)['pool']
+        except storage_errors.QueueNotMapped:
+            catalogue.insert(project, queue, self.pool_name)
+            return
+        if pool != self.pool_name:
+            LOG.error('queue %r of project %r is on pool %r, but messages '
+                      'for it (dead letters, a moved group) are stored in '
+                      'pool %r, where Zaqar will not find them: put it on '
+                      'the same pool (flavor) as the queues that feed it',
+                      queue, project, pool, self.pool_name)
 
     def _health(self):
         return {'storage_reachable': self.is_alive(),

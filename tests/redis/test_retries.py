@@ -21,8 +21,8 @@ def raw(redis_url):
 
 @pytest.fixture
 def lose_next_reply(driver, conf, monkeypatch):
-    conf.set_override('reconnect_sleep', 0.0,
-                      group='drivers:message_store:delay.redis')
+    # The driver took its options when it was built: set them on it.
+    monkeypatch.setattr(driver.store_conf, 'reconnect_sleep', 0.0)
     original = driver.guarded
     armed = []
 
@@ -225,10 +225,9 @@ def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
     # The pop runs but its reply is lost; Redis then restarts and answers
     # LOADING for longer than every reconnect attempt would last. Giving up
     # would answer 503 for a batch already taken; the wait returns it.
-    group = 'drivers:message_store:delay.redis'
-    conf.set_override('reconnect_sleep', 0.0, group=group)
-    conf.set_override('max_reconnect_attempts', 1, group=group)
-    conf.set_override('loading_wait', 5.0, group=group)
+    monkeypatch.setattr(driver.store_conf, 'reconnect_sleep', 0.0)
+    monkeypatch.setattr(driver.store_conf, 'max_reconnect_attempts', 1)
+    monkeypatch.setattr(driver.store_conf, 'loading_wait', 5.0)
     driver.queue_controller.create('q', project=project)
     post(driver, 'q', project, 'a', 'b', 'c')
     original = driver.guarded
@@ -257,8 +256,7 @@ def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
 def test_a_redis_loading_for_too_long_is_a_storage_error(driver, conf,
                                                          project,
                                                          monkeypatch):
-    group = 'drivers:message_store:delay.redis'
-    conf.set_override('loading_wait', 0.3, group=group)
+    monkeypatch.setattr(driver.store_conf, 'loading_wait', 0.3)
     driver.queue_controller.create('q', project=project)
     original = driver.guarded
 

@@ -44,9 +44,10 @@ class RedisServer:
     same port, as the fault-injection tests need.
     """
 
-    def __init__(self, binary=None, persistent=False):
+    def __init__(self, binary=None, persistent=False, args=()):
         self.binary = binary or find_binary()
         self.persistent = persistent
+        self.args = list(args)  # more redis-server options
         self.port = None
         self.process = None
         self.workdir = None
@@ -78,7 +79,8 @@ class RedisServer:
         self.process = subprocess.Popen(
             [self.binary, '--port', str(self.port), '--bind', '127.0.0.1',
              '--save', '', *persistence, '--dir', self.workdir,
-             '--logfile', os.path.join(self.workdir, 'redis.log')],
+             '--logfile', os.path.join(self.workdir, 'redis.log'),
+             *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

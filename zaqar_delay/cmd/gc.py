@@ -3,15 +3,16 @@
 Zaqar 23's own ``zaqar-gc`` calls ``gc()`` on its storage pipeline, which
 does not pass the call on to the data driver, so it cleans nothing. This
 command reads the same ``zaqar.conf`` and calls the data driver's ``gc()``
-(every pool's, with pooling): expired claims are redelivered, due messages
-promoted, expired messages removed, and dead-letter moves that a crashed API
-node left half done are finished. Every step is atomic in the store, so
-several hosts may run it at once. It also removes what retention no
-longer keeps (driver.clean_queue), paced by the [retention] options
-tuples_per_iteration, iteration_delay and full_scan_time, each of which a
-flag of the same name overrides. A queue that fails is logged and skipped;
-a store outage is logged and retried with backoff, never the end of the
-daemon.
+(every pool's, with pooling: Zaqar's pooling driver passes ``gc()`` to the
+pipeline in front of each pool's driver, which drops it too): expired
+claims are redelivered, due messages promoted, expired messages removed,
+and dead-letter moves that a crashed API node left half done are finished.
+Every step is atomic in the store, so several hosts may run it at once. It
+also removes what retention no longer keeps (driver.clean_queue), paced by
+the [retention] options tuples_per_iteration, iteration_delay and
+full_scan_time, each of which a flag of the same name overrides. A queue
+that fails is logged and skipped; a store outage is logged and retried with
+backoff, never the end of the daemon.
 """
 
 import time
@@ -19,8 +20,10 @@ import time
 from oslo_config import cfg
 from oslo_log import log as logging
 from zaqar import bootstrap
+from zaqar.storage import pooling
 
 from zaqar_delay import conf as zd_conf
+from zaqar_delay import driver
 from zaqar_delay.conf import retention
 
 LOG = logging.getLogger(__name__)
@@ -67,7 +70,7 @@ def main(argv=None):
     while True:
         started = time.monotonic()
         try:
-            result = store.gc()
+            result = gc_pass(store)
         except Exception as exc:
             # The driver's gc() isolates queues (driver.gc_each): what
             # reaches here is the store itself failing. Report it and try
@@ -118,3 +121,27 @@ def _report(number, result, seconds):
                 number, result.queues, result.skipped, result.expired,
                 result.retention, seconds, result.removed / seconds if seconds
                 else 0.0)
+
+
+def gc_pass(store):
+    """One pass: the data driver's ``gc()``, or with pooling each pool's.
+
+    A pool that fails is logged and skipped, so one pool's outage does not
+    stop gc of the others; the pass then fails with that pool's error once
+    every pool had its turn."""
+    if not isinstance(store, pooling.DataDriver):
+        return store.gc()
+    catalog = store._pool_catalog
+    total, failed = driver.GcPass(), []
+    for pool in next(catalog._pools_ctrl.list(limit=0)):
+        try:
+            result = catalog.get_driver(pool['name'])._storage.gc()
+        except Exception as exc:
+            LOG.error('gc of pool %s failed: %s', pool['name'], exc)
+            failed.append(exc)
+            continue
+        if result is not None:
+            total.add(result)
+    if failed:
+        raise failed[0]
+    return total

@@ -18,6 +18,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from zaqar import bootstrap
 from zaqar.storage import errors as storage_errors
+from zaqar.storage import pooling
 
 ACTIONS = {'list': 2, 'purge': 3, 'move': 4}
 
@@ -37,6 +38,18 @@ def add_parsers(subparsers):
             parser.add_argument(name)
 
 
+def message_controller(store, queue, project):
+    """The data driver's message controller; with pooling, that of the
+    pool the queue is catalogued on (Zaqar's pooling driver has no group
+    operations to route)."""
+    if not isinstance(store, pooling.DataDriver):
+        return store.message_controller
+    pool = store._pool_catalog.lookup(queue, project)
+    if pool is None:
+        raise storage_errors.QueueDoesNotExist(queue, project)
+    return pool._storage.message_controller
+
+
 def main(argv=None, out=sys.stdout):
     conf = cfg.ConfigOpts()
     conf.register_cli_opt(cfg.SubCommandOpt(
@@ -45,8 +58,9 @@ def main(argv=None, out=sys.stdout):
     conf(argv, project='zaqar', prog='zaqar-delay-groups')
     logging.setup(conf, 'zaqar-delay-groups')
     action = conf.action
-    messages = bootstrap.Bootstrap(conf).storage._storage.message_controller
+    store = bootstrap.Bootstrap(conf).storage._storage
     try:
+        messages = message_controller(store, action.queue, action.project)
         if action.name == 'list':
             marker = None
             while True:

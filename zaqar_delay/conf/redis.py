@@ -13,9 +13,14 @@ uri = cfg.StrOpt(
     'uri', default='delay.redis://127.0.0.1:6379/0', secret=True,
     help='Redis server to keep messages in, as '
          'delay.redis://[:password@]host[:port][/db] or '
-         'delay.redis:///path/to/redis.sock[?db=N]. The plain redis:// scheme '
-         'is accepted too. Put the password in the URI only on hosts where '
-         'zaqar.conf is private.')
+         'delay.redis:///path/to/redis.sock[?db=N]; or, with Redis Sentinel, '
+         'delay.redis://[:password@]host1[:port],host2[:port][/db]'
+         '?master=NAME, which lists Sentinels (port 26379 by default) that '
+         'watch the master called NAME, adds sentinel_username and '
+         'sentinel_password to the query when the Sentinels need them, and '
+         'follows a failover without a restart. The plain redis:// scheme '
+         'is accepted too. Redis Cluster is not supported. Put passwords in '
+         'the URI only on hosts where zaqar.conf is private.')
 
 socket_timeout = cfg.FloatOpt(
     'socket_timeout', default=5.0, min=0.1,
@@ -56,5 +61,23 @@ deleted_id_memory = cfg.IntOpt(
          'takes to come round (its interval plus one minute); it costs '
          'about 140 bytes of Redis memory per message deleted within it.')
 
+replica_acks = cfg.IntOpt(
+    'replica_acks', default=0, min=0, max=16,
+    help='With replicas (for example under Redis Sentinel): how many of '
+         'them must have received every write of an operation before it is '
+         'acknowledged (Redis WAIT, sent in the same round trip). 0 '
+         'acknowledges once the master has it: replication is asynchronous, '
+         'so a failover can lose the last writes acknowledged before the '
+         'master died (posts, deletions, claims). With 1 or more, a write '
+         'that the replicas do not confirm within replica_ack_timeout is '
+         'still acknowledged, with a warning in the log: this narrows the '
+         'loss window, it does not close it.')
+
+replica_ack_timeout = cfg.FloatOpt(
+    'replica_ack_timeout', default=1.0, min=0.01, max=60.0,
+    help='Seconds an operation waits for replica_acks replicas to confirm '
+         'its writes. Must be below socket_timeout.')
+
 ALL_OPTS = [uri, socket_timeout, max_reconnect_attempts, reconnect_sleep,
-            loading_wait, deleted_id_memory]
+            loading_wait, deleted_id_memory, replica_acks,
+            replica_ack_timeout]

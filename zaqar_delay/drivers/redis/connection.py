@@ -5,14 +5,17 @@ from urllib import parse
 
 import redis
 from oslo_log import log as logging
+from oslo_utils import netutils
 from redis import backoff
 from redis import retry
+from redis import sentinel
 
 from zaqar_delay import errors
 
 LOG = logging.getLogger(__name__)
 
 SCHEMES = ('delay.redis', 'redis')
+SENTINEL_PORT = 26379
 
 
 # redis-py (5.x and later) retries failed commands by default. A retry
@@ -25,23 +28,77 @@ NO_RETRY = dict(retry=retry.Retry(backoff.NoBackoff(), 0),
 
 def client_from_uri(uri, socket_timeout):
     """A redis-py client for ``delay.redis://`` (or ``redis://``) URIs,
-    with redis-py's own retries off."""
+    with redis-py's own retries off.
+
+    Forms: ``delay.redis://[[user]:password@]host[:port][/db]``,
+    ``delay.redis:///path/redis.sock[?db=N]``, and Zaqar's Sentinel form
+    ``delay.redis://[[user]:password@]host1[:port],host2[:port][/db]
+    ?master=NAME[&sentinel_username=U&sentinel_password=P]`` (sentinel
+    port 26379 by default; the password is the master's). ``?dbid=N``, as
+    in Zaqar's own URIs, is the same as ``/N``."""
     parsed = parse.urlparse(uri)
     if parsed.scheme not in SCHEMES:
         raise ValueError('Redis URI must start with delay.redis:// or '
                          'redis://; got {!r}'.format(parsed.scheme))
-    query = parse.parse_qs(parsed.query)
-    password = parse.unquote(parsed.password) if parsed.password else None
-    username = parse.unquote(parsed.username) if parsed.username else None
+    query = dict(parse.parse_qsl(parsed.query))
+    credentials, _, hosts = parsed.netloc.rpartition('@')
+    username, _, password = credentials.partition(':')
+    auth = dict(username=parse.unquote(username) or None,
+                password=parse.unquote(password) or None)
+    if 'master' in query:
+        return _sentinel_client(hosts, query, _db(parsed, query), auth,
+                                socket_timeout)
+    if ',' in hosts:
+        raise ValueError('Redis URI names several hosts ({!r}) but no '
+                         '?master=: a list of hosts is a list of Sentinels '
+                         'and needs the name of the master they watch'
+                         .format(hosts))
     if parsed.hostname:
-        db = int(parsed.path.strip('/') or query.get('db', ['0'])[0])
         return redis.Redis(host=parsed.hostname, port=parsed.port or 6379,
-                           db=db, username=username, password=password,
-                           socket_timeout=socket_timeout, **NO_RETRY)
+                           db=_db(parsed, query),
+                           socket_timeout=socket_timeout, **auth,
+                           **NO_RETRY)
     return redis.Redis(unix_socket_path=parsed.path,
-                       db=int(query.get('db', ['0'])[0]), username=username,
-                       password=password, socket_timeout=socket_timeout,
-                       **NO_RETRY)
+                       db=int(query.get('db', '0')),
+                       socket_timeout=socket_timeout, **auth, **NO_RETRY)
+
+
+def _db(parsed, query):
+    # ``dbid`` is the name Zaqar's own Redis URIs use.
+    return int(parsed.path.strip('/') or query.get('db')
+               or query.get('dbid', '0'))
+
+
+def _sentinel_client(hosts, query, db, auth, socket_timeout):
+    """The master that the Sentinels at ``hosts`` name for ``master``.
+
+    redis-py asks the Sentinels for the master's address whenever it opens
+    a connection, so after a failover the next connection (our retry)
+    reaches the new master; a connection to a demoted master fails with a
+    ConnectionError, which :func:`guarded` retries. The Lua scripts are
+    loaded again on the new master when it answers NOSCRIPT (redis-py's
+    Script does that, in pipelines too)."""
+    sentinels = []
+    for host in hosts.split(','):
+        try:
+            sentinels.append(netutils.parse_host_port(
+                host, SENTINEL_PORT))
+        except ValueError:
+            raise ValueError('Redis Sentinel URI: {!r} is not host[:port]'
+                             .format(host)) from None
+        if not sentinels[-1][0]:
+            raise ValueError('Redis Sentinel URI: {!r} names no host'
+                             .format(host))
+    # Queries to the Sentinels are read-only; without redis-py's retries a
+    # dead Sentinel fails fast and the next one is asked.
+    sentinel_kwargs = dict(socket_timeout=socket_timeout,
+                           username=query.get('sentinel_username'),
+                           password=query.get('sentinel_password'),
+                           **NO_RETRY)
+    watchers = sentinel.Sentinel(sentinels, sentinel_kwargs=sentinel_kwargs)
+    return watchers.master_for(query['master'], db=db,
+                               socket_timeout=socket_timeout, **auth,
+                               **NO_RETRY)
 
 
 # How often a call waiting out a LOADING Redis tries again.

@@ -77,20 +77,49 @@ class DataDriver(base.DataDriver):
                                   self.store_conf.reconnect_sleep,
                                   self.store_conf.loading_wait)
 
+    def __init__(self, conf, cache, control_driver):
+        super().__init__(conf, cache, control_driver)
+        store = self.store_conf
+        if store.replica_acks and \
+                store.replica_ack_timeout >= store.socket_timeout:
+            raise ValueError(
+                '[{}] replica_ack_timeout = {} must be below socket_timeout '
+                '= {}'.format(redis_conf.GROUP_NAME, store.replica_ack_timeout,
+                              store.socket_timeout))
+
     def run_script(self, name, queue, project, *args, client=None):
         run = functools.partial(self.scripts.run, name, queue, project,
-                                *args, client=client)
-        return run() if client is not None else self.guarded(run)
+                                *args)
+        if client is not None:
+            return run(client=client)
+        if self.store_conf.replica_acks:
+            return self.pipelined(lambda pipe: run(client=pipe))[0]
+        return self.guarded(run)
 
     def pipelined(self, fill):
         """Send the commands ``fill(pipe)`` queues in one round trip.
 
         Not a MULTI transaction: each queued command is a script or a
-        single idempotent command, atomic on its own."""
+        single idempotent command, atomic on its own. With
+        ``replica_acks``, a WAIT on the same connection ends the batch."""
+        acks = self.store_conf.replica_acks
+
         def send():
             with self.connection.pipeline(transaction=False) as pipe:
                 fill(pipe)
-                return pipe.execute()
+                if acks:
+                    pipe.execute_command(
+                        'WAIT', acks,
+                        int(self.store_conf.replica_ack_timeout * 1000))
+                results = pipe.execute()
+            if acks:
+                confirmed = results.pop()
+                if confirmed < acks:
+                    LOG.warning('Redis WAIT: %d of %d replicas confirmed '
+                                'the writes within %.2f s; acknowledged '
+                                'anyway', confirmed, acks,
+                                self.store_conf.replica_ack_timeout)
+            return results
         return self.guarded(send)
 
     def register_queue(self, queue, project):

@@ -1,0 +1,137 @@
+"""Throughput per topology: one Redis, or Zaqar pooling over two.
+
+    python -m benchmarks.topology [--quick] [--clients 1 2 4]
+
+Each of N client processes posts (10 per post) and then claims and deletes
+(10 per claim) on a queue of its own, through our Redis driver built as
+Zaqar builds it: queue metadata in Zaqar's sqlalchemy store (sqlite), and
+with pooling each queue filed in Zaqar's catalogue, alternately on two
+redis-servers. Prints messages per second of all clients together (median
+of the rounds; topologies alternate so that noise falls on both) and the
+pooled / single ratio.
+"""
+
+import argparse
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+from benchmarks import workloads
+from tests.pooling import catalog as pooled
+from tests.servers.redis_server import RedisServer
+
+GROUP = 'drivers:message_store:delay.redis'
+
+
+def _drivers(directory, uris, pooling):
+    """(message store for a queue) for this process."""
+    conf, control, catalog = pooled.make_catalog(directory, 'delay.redis')
+    if pooling:
+        return control, lambda queue, project: catalog.lookup(queue, project)
+    from zaqar_delay import conf as zd_conf
+    from zaqar_delay.conf import redis as redis_conf
+    from zaqar_delay.drivers.redis import driver as redis_driver
+    zd_conf.register(conf, redis_conf)
+    conf.set_override('pooling', False)
+    conf.set_override('uri', uris[0], group=GROUP)
+    from zaqar.storage import pipeline
+    # Wrapped in Zaqar's storage pipeline, as each pool's driver is.
+    single = pipeline.DataDriver(
+        conf, redis_driver.DataDriver(conf, None, control), control)
+    return control, lambda queue, project: single
+
+
+def _client(directory, uris, pooling, queue, project, total, start, out):
+    _, driver_for = _drivers(directory, uris, pooling)
+    driver = driver_for(queue, project)
+    batch = [{'ttl': 3600, 'body': {'n': n, 'pad': 'x' * 64}}
+             for n in range(10)]
+    driver.message_controller.first  # warm: connection, scripts, metadata
+    driver.message_controller.post(queue, batch[:1], workloads.CLIENT,
+                                   project=project)
+    out.put('ready')
+    start.wait()
+    began = time.perf_counter()
+    for _ in range(total // 10):
+        driver.message_controller.post(queue, batch, workloads.CLIENT,
+                                       project=project)
+    posted = time.perf_counter()
+    workloads.drain(driver, project, queue, total + 1)  # + the warm-up
+    out.put((began, posted, time.perf_counter()))
+
+
+def run_round(directory, uris, pooling, clients, total):
+    """(post msg/s, claim+delete msg/s) of ``clients`` processes."""
+    control, _ = _drivers(directory, uris, pooling)
+    project = 'bench-' + uuid.uuid4().hex[:6]
+    queues = []
+    for i in range(clients):
+        queue = 'q%d' % i
+        if pooling:
+            pooled.place(control, queue, project, 'p%d' % (i % len(uris)))
+        else:
+            control.queue_controller.create(queue, project=project)
+        queues.append(queue)
+    context = multiprocessing.get_context('spawn')
+    start, out = context.Event(), context.Queue()
+    processes = [context.Process(target=_client, args=(
+        directory, uris, pooling, queue, project, total, start, out))
+        for queue in queues]
+    for process in processes:
+        process.start()
+    for _ in processes:
+        assert out.get(timeout=300) == 'ready'
+    start.set()
+    times = [out.get(timeout=600) for _ in processes]
+    for process in processes:
+        process.join()
+    began = min(t[0] for t in times)
+    posted = max(t[1] for t in times)
+    ended = max(t[2] for t in times)
+    # Post phases overlap claim phases of faster clients a little; the
+    # figures are per phase boundary of the slowest client.
+    return (clients * total / (posted - began),
+            clients * total / (ended - min(t[1] for t in times)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--clients', type=int, nargs='+', default=[1, 2, 4])
+    args = parser.parse_args(argv)
+    total, rounds = (500, 1) if args.quick else (2000, 3)
+    servers = [RedisServer().start(), RedisServer().start()]
+    try:
+        uris = [s.url.replace('redis://', 'delay.redis://') for s in servers]
+        directory = tempfile.mkdtemp(prefix='zd-topology-')
+        _, control, _ = pooled.make_catalog(directory, 'delay.redis')
+        for i, uri in enumerate(uris):
+            control.pools_controller.create('p%d' % i, 100, uri)
+        print('throughput, msg/s of all clients ({} msgs each, median of {} '
+              'rounds)'.format(total, rounds))
+        print('{:<8} {:<28} {:>12} {:>12} {:>8}'.format(
+            'clients', '', 'one Redis', '2 pools', 'ratio'))
+        for clients in args.clients:
+            rates = {False: [], True: []}
+            for _ in range(rounds):
+                for pooling in (False, True):
+                    rates[pooling].append(run_round(
+                        directory, uris, pooling, clients, total))
+            for index, label in enumerate(('post (10/post)',
+                                           'claim+delete (10/claim)')):
+                single, pools = (statistics.median(r[index]
+                                                   for r in rates[p])
+                                 for p in (False, True))
+                print('{:<8} {:<28} {:>12,.0f} {:>12,.0f} {:>7.2f}x'.format(
+                    clients, label, single, pools, pools / single))
+    finally:
+        for server in servers:
+            server.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""``replica_acks``: an operation is acknowledged once that many replicas
+have its writes (Redis WAIT in the same round trip), or after
+``replica_ack_timeout`` with a warning."""
+
+import logging
+import signal
+
+import pytest
+import redis as redis_py
+
+from tests import backends
+from tests import conftest
+from tests.contract.helpers import claim, listed, post
+from tests.servers import redis_sentinel
+from tests.servers.redis_server import RedisUnavailable
+from zaqar_delay.drivers.redis import driver as redis_driver
+
+GROUP = 'drivers:message_store:delay.redis'
+
+
+@pytest.fixture(scope='module')
+def pair():
+    try:
+        master, replica = redis_sentinel.replicated_pair()
+    except RedisUnavailable as exc:
+        conftest.unavailable(str(exc))
+    yield master, replica
+    master.stop()
+    replica.stop()
+
+
+def make_driver(master, redis_url, **options):
+    conf = backends.make_conf(**{GROUP: dict(
+        uri='delay.redis://127.0.0.1:%d/0' % master.port,
+        max_reconnect_attempts=0, **options)})
+    return redis_driver.DataDriver(conf, None,
+                                   backends.control_driver(conf, redis_url))
+
+
+def queue_state(server, project, queue):
+    """Every key of the queue and its serialized value, on ``server``."""
+    client = redis_py.Redis(port=server.port)
+    return {key: client.dump(key)
+            for key in client.keys('*{%s/%s}*' % (project, queue))}
+
+
+def test_each_operation_waits_for_the_replica(pair, redis_url, project):
+    master, replica = pair
+    driver = make_driver(master, redis_url, replica_acks=1,
+                         replica_ack_timeout=4.0)
+    driver.queue_controller.create('q', project=project)
+
+    def replicated():
+        state = queue_state(master, project, 'q')
+        return state and state == queue_state(replica, project, 'q')
+
+    post(driver, 'q', project, 'a', 'b')
+    assert replicated()
+    claim_id, got = claim(driver, 'q', project, limit=1)
+    assert replicated()
+    driver.message_controller.delete('q', got[0]['id'], project,
+                                     claim=claim_id)
+    assert replicated()
+    assert [m['body'] for m in listed(driver, 'q', project)] == ['b']
+    driver.close()
+
+
+def test_an_unconfirmed_write_is_acknowledged_with_a_warning(
+        pair, redis_url, project, caplog):
+    master, replica = pair
+    waiting = make_driver(master, redis_url, replica_acks=1,
+                          replica_ack_timeout=0.3)
+    plain = make_driver(master, redis_url)
+    waiting.queue_controller.create('q', project=project)
+    replica.process.send_signal(signal.SIGSTOP)
+    try:
+        with caplog.at_level(logging.WARNING):
+            post(plain, 'q', project, 'unwaited')
+            assert 'WAIT' not in caplog.text
+            post(waiting, 'q', project, 'waited')
+        assert 'Redis WAIT: 0 of 1 replicas confirmed' in caplog.text
+    finally:
+        replica.process.send_signal(signal.SIGCONT)
+    assert [m['body'] for m in listed(plain, 'q', project)] == [
+        'unwaited', 'waited']
+    waiting.close()
+    plain.close()
+
+
+def test_ack_timeout_must_be_below_the_socket_timeout(pair, redis_url):
+    with pytest.raises(ValueError, match=r'replica_ack_timeout = 5.0 must '
+                                         r'be below socket_timeout = 5.0'):
+        make_driver(pair[0], redis_url, replica_acks=1,
+                    replica_ack_timeout=5.0)
