@@ -21,6 +21,7 @@ from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import state
 from zaqar_delay.drivers.swift import subscriptions
 
@@ -113,8 +114,9 @@ class DataDriver(base.DataDriver):
         return len(expired)
 
     def _finish_abandoned(self, qs, container, now):
-        """Finish pops, dead-letter moves and group moves whose node died
-        midway; returns the latest lock of each locked message."""
+        """Finish dead-letter moves and group moves whose node died
+        midway, and settle pops that failed (pops.py); returns the latest
+        lock of each locked message."""
         latest = {}
         for entry in self.store.listing_all(container, 'l/'):
             message_id, attempt = names.parse_lock(entry['name'])
@@ -143,8 +145,8 @@ class DataDriver(base.DataDriver):
                 group_admin.finish_move(self, qs, project, message,
                                         params.get('t'), now)
             else:
-                qs.remove([(message.id, message.pos, None, message.gk)],
-                          now)
+                pops.abandoned(qs, message, names.parse_lock(
+                    entry['name'])[1], params.get('o'), now)
         return latest
 
     def _heal_orphans(self, qs, latest, now):
