@@ -115,3 +115,98 @@ def test_gc_finishes_a_pop_that_answered(driver, make_queue, project,
     assert bodies(got) == [{'g': 'x', 'n': 1}]
     gc(driver, queue, project, clock)
     assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+
+
+
+def test_gc_finishes_a_pop_removal_that_took_only_the_message(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    post(driver, queue, project, 'a', ttl=3600)
+    with cut('post_account'), cut('delete_object'):
+        [got] = driver.message_controller.pop(queue, 5, project=project)
+    # Its bulk delete took the message only (the proxy died midway).
+    driver.store.delete(names.container(names.MESSAGES, queue, project),
+                        names.message_obj(got['id']))
+    gc(driver, queue, project, clock)
+    assert stats(driver, queue, project)['total'] == 0
+    assert objects(driver, queue, project, 'p/') == []
+    assert objects(driver, queue, project, 'l/') == []
+
+# -- posts ------------------------------------------------------------------
+
+def test_a_post_cut_short_before_its_message_leaves_nothing_visible(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    with cut('put_object', 'm/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, 'lost', ttl=3600)
+    assert objects(driver, queue, project, 'p/'), 'the position was taken'
+    assert stats(driver, queue, project)['total'] == 0
+    assert listed(driver, queue, project, include_claimed=True,
+                  include_delayed=True) == []
+    gc(driver, queue, project, clock)
+    assert objects(driver, queue, project) == []
+
+
+def test_a_post_cut_short_before_filing_leaves_nothing_visible(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    with cut('put_object', 'a/'), cut('put_object', 'd/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, 'draft', ttl=3600)
+    [stored] = objects(driver, queue, project, 'm/')
+    draft_id = names.parse.unquote(stored[2:])
+    assert stats(driver, queue, project)['total'] == 0
+    assert listed(driver, queue, project, include_claimed=True,
+                  include_delayed=True) == []
+    assert list(driver.message_controller.bulk_get(
+        queue, [draft_id], project=project)) == []
+    with pytest.raises(storage_errors.QueueIsEmpty):
+        driver.message_controller.first(queue, project=project)
+    post(driver, queue, project, 'next', ttl=3600)
+    assert stats(driver, queue, project)['total'] == 1
+    gc(driver, queue, project, clock)
+    assert objects(driver, queue, project, 'm/') == [
+        names.message_obj(m['id']) for m in listed(driver, queue, project)]
+    assert bodies(claim(driver, queue, project)[1]) == ['next']
+
+
+def test_a_member_stored_outside_its_group_never_joins_it_late(
+        driver, make_queue, project, clock, cut):
+    """The post of member 1 dies after storing it, before its group entry:
+    member 2, posted after, is the group; gc removes member 1, it never
+    comes out after member 2."""
+    queue = make_queue(GROUPED)
+    with cut('put_object', 'g/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, {'g': 'x', 'n': 1}, ttl=3600)
+    post(driver, queue, project, {'g': 'x', 'n': 2}, ttl=3600)
+    assert stats(driver, queue, project)['total'] == 1
+    assert bodies(listed(driver, queue, project)) == [{'g': 'x', 'n': 2}]
+    claim_id, got = claim(driver, queue, project)
+    assert bodies(got) == [{'g': 'x', 'n': 2}]
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    gc(driver, queue, project, clock)
+    assert claim(driver, queue, project) == (None, [])
+    assert objects(driver, queue, project) == []
+
+
+def test_a_dead_letter_copy_cut_short_is_finished_by_gc(
+        driver, make_queue, project, clock, cut):
+    dlq = make_queue()
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
+    post(driver, queue, project, 'poison', ttl=3600)
+    claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    dlq_container = names.container(names.MESSAGES, dlq, project)
+    # The copy is stored in the DLQ (with its r/ marker), not yet filed.
+    with cut('put_object', 'a/', container=dlq_container):
+        with pytest.raises(storage_errors.ConnectionError):
+            claim(driver, queue, project)
+    assert stats(driver, dlq, project)['total'] == 0
+    gc(driver, queue, project, clock)
+    gc(driver, dlq, project, clock)
+    assert bodies(driver.message_controller.pop(
+        dlq, 5, project=project)) == ['poison']
+    assert listed(driver, queue, project, include_claimed=True) == []
