@@ -22,9 +22,11 @@ GROUPED = {'_message_group_key': 'g'}
 def cut(monkeypatch):
     """``with cut('put_object', 'a/'):`` makes every swiftclient
     ``put_object`` of an object named ``a/...`` fail (optionally in one
-    ``container`` only, after the first ``after`` of them)."""
+    ``container`` only, after the first ``after`` of them, ``times``
+    times; with ``landed`` the request is done and its reply lost)."""
     @contextlib.contextmanager
-    def cutting(method, prefix='', container=None, after=0):
+    def cutting(method, prefix='', container=None, after=0, times=None,
+                landed=False):
         real = getattr(swiftclient.Connection, method)
         seen = []
 
@@ -33,7 +35,9 @@ def cut(monkeypatch):
             if (name.startswith(prefix)
                     and container in (None, args[0] if args else None)):
                 seen.append(name)
-                if len(seen) > after:
+                if after < len(seen) <= after + (times or len(seen)):
+                    if landed:
+                        real(self, *args, **kwargs)
                     raise ConnectionResetError('cut: {} {}'.format(
                         method, name))
             return real(self, *args, **kwargs)
@@ -84,6 +88,22 @@ def test_gc_gives_back_what_a_pop_that_failed_had_locked(
     assert claim(driver, queue, project) == (None, [])
     gc(driver, queue, project, clock)
     assert bodies(claim(driver, queue, project)[1]) == ['a', 'b']
+
+
+def test_a_pop_whose_outcome_reply_is_lost_still_hands_out(
+        driver, make_queue, project, clock, cut, monkeypatch):
+    """Its outcome PUT landed, the replies to it and to a retry were
+    lost: the pop asks again (within OUTCOME_PATIENCE_S), reads done,
+    and answers with the messages gc would otherwise remove."""
+    monkeypatch.setattr(pops, 'OUTCOME_RETRY_S', 0)
+    queue = make_queue()
+    post(driver, queue, project, 'a', ttl=3600)
+    with cut('put_object', 'o/', landed=True, times=2):
+        got = driver.message_controller.pop(queue, 5, project=project)
+    assert bodies(got) == ['a']
+    gc(driver, queue, project, clock)
+    assert stats(driver, queue, project)['total'] == 0
+    assert claim(driver, queue, project) == (None, [])
 
 
 def test_a_pop_that_gc_took_for_dead_hands_out_nothing(

@@ -15,12 +15,21 @@ messages. A retried request (lost reply) reads back its own token and
 keeps its decision.
 """
 
+import time
+
 from oslo_log import log as logging
 
 from zaqar_delay import errors
 from zaqar_delay.drivers.swift import names
 
 LOG = logging.getLogger(__name__)
+
+# How long a pop keeps asking for its outcome while Swift is unreachable.
+# Its PUT may have landed with the reply lost: answering 503 then would
+# leave gc to remove messages nobody got. Well under gc's patience
+# (driver.GC_ABANDONED_S), which a pop must not outlast.
+OUTCOME_PATIENCE_S = 20
+OUTCOME_RETRY_S = 1
 
 
 def decide(qs, pop_id, outcome, expires_ms):
@@ -45,7 +54,7 @@ def finish(qs, pop_id, won, now):
     if not won:
         return []
     expires = max(message.expires for _, message in won)
-    if decide(qs, pop_id, names.DONE, expires) != names.DONE:
+    if _decide_patiently(qs, pop_id, expires) != names.DONE:
         # gc took this pop for abandoned and gave the messages back.
         return []
     out = [message.render(now, claim_count=entry[2] - 1)
@@ -57,6 +66,19 @@ def finish(qs, pop_id, won, now):
         LOG.warning('pop %s in %s: removal left to gc (%s)', pop_id, qs.c,
                     exc)
     return out
+
+
+def _decide_patiently(qs, pop_id, expires):
+    """decide(done), asked again while Swift fails: a new attempt reads
+    what the lost one wrote (done is done, whoever's token it holds)."""
+    deadline = time.monotonic() + OUTCOME_PATIENCE_S
+    while True:
+        try:
+            return decide(qs, pop_id, names.DONE, expires)
+        except errors.BackendUnavailable:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(OUTCOME_RETRY_S)
 
 
 def abandoned(qs, message, attempt, pop_id, now):
