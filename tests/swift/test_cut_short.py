@@ -230,3 +230,21 @@ def test_a_dead_letter_copy_cut_short_is_finished_by_gc(
     assert bodies(driver.message_controller.pop(
         dlq, 5, project=project)) == ['poison']
     assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_gc_removes_drafts_in_bounded_batches(driver, make_queue, project,
+                                               clock, cut, monkeypatch):
+    from zaqar_delay.drivers.swift import state
+    queue = make_queue()
+    with cut('put_object', 'a/'), cut('put_object', 'd/'):
+        for body in ('x', 'y', 'z'):
+            # One post each: a post's requests run in parallel, and its
+            # other messages could be filed after the first one failed.
+            with pytest.raises(storage_errors.ConnectionError):
+                post(driver, queue, project, body, ttl=3600)
+    assert len(objects(driver, queue, project, 'm/')) == 3
+    monkeypatch.setattr(state, 'SETTLE_BATCH', 2)
+    gc(driver, queue, project, clock)
+    assert len(objects(driver, queue, project, 'm/')) == 1
+    gc(driver, queue, project, clock)
+    assert objects(driver, queue, project) == []
