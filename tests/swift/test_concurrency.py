@@ -64,10 +64,11 @@ def test_competing_consumers_never_share_a_message_and_lose_none(
 def test_abandoned_claims_are_redelivered_never_concurrently(
         swift_server, redis_url, project):
     # Long enough for a claim to finish within its safety margin (a
-    # quarter of the ttl) on a loaded machine: a claim that cannot hands
-    # its messages back and returns none, and with 1 s no claim ever did
-    # while the machine ran several suites at once.
-    claim_ttl = 6
+    # quarter of the ttl, at most 2 s) on a loaded machine: a claim that
+    # cannot hands its messages back and returns none. With 1 s no claim
+    # ever did while the machine ran several suites at once (load 10),
+    # with 6 s few did at load 30.
+    claim_ttl = 10
     driver, posted, handouts = run(swift_server, redis_url, 'crashy',
                                    project, 3, claim_ttl)
     by_message = collections.defaultdict(list)
