@@ -36,13 +36,6 @@ def left_objects(driver, spec, report):
     return found
 
 
-# Not strict: a short run does not always hit every gap.
-@pytest.mark.xfail(strict=False, reason=(
-    'known Swift gaps (docs/swift.md, issue 9 open): a pop that fails after '
-    'taking its locks is finished by gc, deleting messages no client got; '
-    'a post cut short by a proxy restart can store a message outside its '
-    'group (order broken until gc repairs it) or leave entries no claim '
-    'finds'))
 def test_history_under_swift_faults(swift_server, redis_url, tmp_path):
     from zaqar_delay.drivers.swift import driver as swift_driver
     suffix = uuid.uuid4().hex[:6]

@@ -3,6 +3,9 @@
 import time
 import uuid
 
+# At most this long (s) per consumer: slow on a loaded machine, never hung.
+CONSUME_FOR_S = 540
+
 
 def make_driver(swift_uri, redis_url):
     from tests import backends
@@ -15,26 +18,38 @@ def make_driver(swift_uri, redis_url):
 
 
 def consume(swift_uri, redis_url, queue, project, abandon_every, claim_ttl,
-            start, results):
-    """Claim and delete until the queue stays empty; every
-    ``abandon_every``-th claim is left to expire, as a crashed consumer's."""
+            start, posted_all, results):
+    """Claim and delete until every producer is done (``posted_all`` is
+    set) and the queue holds nothing; every ``abandon_every``-th claim is
+    left to expire, as a crashed consumer's. Records (id, claim id, claim
+    count, claim sent at, claim returned at) per message handed out.
+
+    An empty claim alone means little on a loaded machine: a producer may
+    not have started, and a claim that outlasts its ttl's safety margin
+    hands its messages back and returns none (claims.py). So the
+    consumer stops only after empty claims on a queue whose stats count
+    nothing (abandoned claims' messages are counted until deleted)."""
     driver = make_driver(swift_uri, redis_url)
     while time.time() < start:
         time.sleep(0.005)
     handouts, idle, claims = [], 0, 0
-    while idle < 25:
+    # A message counted but never claimable must fail the test, not hang it.
+    while idle < 3 and time.time() < start + CONSUME_FOR_S:
         began = time.time()
         claim_id, messages = driver.claim_controller.create(
             queue, {'ttl': claim_ttl, 'grace': 0}, project=project, limit=5)
         messages = list(messages)
         if not messages:
-            idle += 1
+            empty = posted_all.is_set() and not (
+                driver.message_controller._stats(queue, project)['total'])
+            idle = idle + 1 if empty else 0
             time.sleep(0.1)
             continue
         idle = 0
         claims += 1
         now = time.time()
-        handouts += [(m['id'], claim_id, began, now) for m in messages]
+        handouts += [(m['id'], claim_id, m['claim_count'], began, now)
+                     for m in messages]
         if abandon_every and claims % abandon_every == 0:
             continue
         for message in messages:

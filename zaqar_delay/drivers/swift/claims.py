@@ -21,6 +21,7 @@ from zaqar_delay import controller
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention as swift_retention
 
 # Extra entries listed per round: some may be stale or lost to a rival.
@@ -79,8 +80,9 @@ class ClaimController(controller.ClaimController):
                 # A head left: its group's next member may sort before the
                 # marker. List again from the start (seen entries skipped).
                 marker, exhausted = start, False
-        if mode == 'claim' and record['m'] and (
-                not won or self._overran(record)):
+        if mode == 'pop':
+            return claim_id, pops.finish(qs, claim_id, won, now)
+        if record['m'] and (not won or self._overran(record)):
             # Nothing won, or the claim took so long that another node may
             # already have settled its expiry without seeing our locks:
             # hand the messages back ourselves (idempotent with that node).
@@ -93,8 +95,7 @@ class ClaimController(controller.ClaimController):
                 names.expiry_obj(record['e'], claim_id)])
         self._store.delete_many(qs.c, [
             names.avail_obj(*entry[:3]) for entry, _ in won])
-        return claim_id, self._finish(qs, now, mode, claim_id, won,
-                                      keep_until)
+        return claim_id, self._finish(qs, now, claim_id, won, keep_until)
 
     @staticmethod
     def _chunk(fresh, size, taken):
@@ -122,7 +123,7 @@ class ClaimController(controller.ClaimController):
                 [entry[1], entry[0], entry[2], entry[3]]
                 for entry, kind in zip(chunk, kinds) if kind == claim_id])
         results = self._store.parallel(
-            lambda item: self._attempt(qs, now, *item),
+            lambda item: self._attempt(qs, now, *item, op=claim_id),
             list(zip(chunk, kinds)))
         dead = []
         for entry, kind, message in zip(chunk, kinds, results):
@@ -160,8 +161,9 @@ class ClaimController(controller.ClaimController):
                 qs.c, names.expiry_obj(record['e'], claim_id)))
         self._store.parallel(lambda write: write(), writes)
 
-    def _attempt(self, qs, now, entry, kind):
-        """Win attempt ``entry`` of a message; the message, or None."""
+    def _attempt(self, qs, now, entry, kind, op):
+        """Win attempt ``entry`` of a message; the message, or None. A
+        pop's lock names the pop (``op``), whose outcome decides."""
         pos, message_id, attempt, gk = entry
         if gk is not None and not groups.is_head(qs, gk, pos, message_id):
             # Filed, but not first in its group (two posts crossed): it
@@ -169,8 +171,9 @@ class ClaimController(controller.ClaimController):
             return None
         lock = names.lock_obj(message_id, attempt)
         avail = names.avail_obj(pos, message_id, attempt)
-        if not self._store.create(qs.c, lock,
-                                  content_type=names.content_type(c=kind)):
+        lock_type = names.content_type(
+            c=kind, o=op if kind == names.POP else None)
+        if not self._store.create(qs.c, lock, content_type=lock_type):
             # A rival won this attempt; drop the stale entry.
             self._store.delete(qs.c, avail)
             return None
@@ -183,13 +186,7 @@ class ClaimController(controller.ClaimController):
             return None
         return message
 
-    def _finish(self, qs, now, mode, claim_id, won, keep_until):
-        if mode == 'pop':
-            out = [m.render(now, claim_count=entry[2] - 1)
-                   for entry, m in won]
-            qs.remove([(m.id, m.pos, entry[2], m.gk) for entry, m in won],
-                      now)
-            return out
+    def _finish(self, qs, now, claim_id, won, keep_until):
         lifetime = (keep_until - now) // 1000
         self._store.parallel(lambda m: qs.extend(m, keep_until, lifetime),
                              [m for _, m in won])

@@ -17,10 +17,12 @@ from zaqar_delay import driver as base
 from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
+from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention
 from zaqar_delay.drivers.swift import state
 from zaqar_delay.drivers.swift import subscriptions
@@ -80,8 +82,9 @@ class DataDriver(base.DataDriver):
     def gc(self):
         """Settle every queue: redeliver expired claims, promote due
         messages, delete expired ones, finish abandoned pops and moves,
-        repair groups left without a filed head, then remove what
-        retention no longer keeps (clean_queue). Safe on several hosts at
+        remove drafts of posts cut short, repair groups left without a
+        filed head, then remove what retention no longer keeps
+        (clean_queue). Safe on several hosts at
         once: each step is idempotent or a conditional create."""
         dropped = self.gc_each(
             ('queue container {!r}'.format(container),
@@ -121,16 +124,20 @@ class DataDriver(base.DataDriver):
             qs.remove(expired, now)
             for victim in expired:
                 positions.pop(victim[0], None)
-        latest = self._finish_abandoned(qs, container, now)
-        groups.repair(qs, now, positions, latest,
-                      now - GC_ABANDONED_S * 1000)
+        delayed, members, ready, locks = drafts.indexes(qs)
+        latest = self._finish_abandoned(qs, container, locks, positions,
+                                        now)
+        drafts.clean(qs, positions,
+                     drafts.filed_ids(delayed, members, ready, locks), now)
+        groups.repair(qs, now, positions, latest, members, delayed + ready)
         return len(expired)
 
-    def _finish_abandoned(self, qs, container, now):
-        """Finish pops, dead-letter moves and group moves whose node died
-        midway; returns the latest lock of each locked message."""
+    def _finish_abandoned(self, qs, container, locks, positions, now):
+        """Finish dead-letter moves and group moves whose node died
+        midway, and settle pops that failed (pops.py); returns the latest
+        lock of each locked message. ``positions``: id -> ``p/`` fields."""
         latest = {}
-        for entry in self.store.listing_all(container, 'l/'):
+        for entry in locks:
             message_id, attempt = names.parse_lock(entry['name'])
             if attempt > latest.get(message_id, (0,))[0]:
                 latest[message_id] = (attempt, entry)
@@ -145,7 +152,13 @@ class DataDriver(base.DataDriver):
             return latest
         project, queue = meta.get('project') or None, meta['queue']
         for message_id, entry in stale:
-            message = qs.message(message_id, now)
+            message, missing = qs.lookup(message_id, now)
+            fields = positions.get(message_id)
+            if missing and fields is not None:
+                # A removal whose bulk delete took the message but not
+                # its lock and position: finish it.
+                qs.remove([(message_id, fields['pos'], None, fields['g'])],
+                          now)
             if message is None:
                 continue
             params = names.ct_params(entry.get('content_type'))
@@ -161,8 +174,8 @@ class DataDriver(base.DataDriver):
                     id=message.id, pos=message.pos, g=message.gk,
                     e=message.expires)], now)
             else:
-                qs.remove([(message.id, message.pos, None, message.gk)],
-                          now)
+                pops.abandoned(qs, message, names.parse_lock(
+                    entry['name'])[1], params.get('o'), now)
         return latest
 
     def _heal_orphans(self, qs, latest, now):

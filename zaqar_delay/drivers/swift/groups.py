@@ -19,6 +19,8 @@ The rules, each a step that is idempotent or a conditional create:
   first of ``g/G/``, and at most one entry per group per claim or pop.
 * **repair** (gc): re-derive each group's head from its member listing,
   after a node died between removing a head and filing the next one.
+  A message stored without its ``g/`` entry was never in its group (a
+  draft, drafts.py): gc removes it rather than let it join late.
 
 Swift takes no locks, so two posts to one group that overlap in flight can
 land out of position order; see docs/swift.md for what that permits.
@@ -82,25 +84,20 @@ def members(qs, gk):
         for e in qs.store.listing_all(qs.c, names.group_prefix(gk))]
 
 
-def repair(qs, now, positions, latest, settled_before):
+def repair(qs, now, positions, latest, entries, filed_entries):
     """gc: re-derive every group's head from its member listing.
 
     ``positions`` maps each message id to its ``p/`` fields (live or not),
-    ``latest`` each locked message id to its latest attempt; entries and
-    positions written after ``settled_before`` (ms) belong to posts that
-    may still be running and are left alone. Returns the groups repaired.
+    ``latest`` each locked message id to its latest attempt; ``entries``
+    is the ``g/`` listing, ``filed_entries`` the ``a/`` and ``d/`` ones.
+    (A member stored without its ``g/`` entry is a draft: drafts.py
+    removes it, it never joins late behind members handed out since.)
+    Returns the groups repaired.
     """
-    entries = qs.store.listing_all(qs.c, 'g/')
-    filed = set()
-    if entries:
-        # Ungrouped queues never pay for these two listings.
-        filed = {names.parse_entry(e['name'])[-2]
-                 for prefix in ('a/', 'd/')
-                 for e in qs.store.listing_all(qs.c, prefix)}
-    heads, suspects, known = {}, [], set()
+    filed = {names.parse_entry(e['name'])[-2] for e in filed_entries}
+    heads, suspects = {}, []
     for entry in entries:
         gk, pos, message_id = names.parse_group_entry(entry['name'])
-        known.add(message_id)
         if message_id not in positions:
             suspects.append((message_id, pos, 0, gk))
         else:
@@ -113,13 +110,6 @@ def repair(qs, now, positions, latest, settled_before):
     if ghosts:
         # A removal died midway (or its bulk delete partly failed).
         qs.remove(ghosts, now)
-    for fields in positions.values():
-        if (fields.get('g') and fields['id'] not in known
-                and fields['e'] > now and fields['cr'] < settled_before):
-            # A post died between storing the message and its entry.
-            message = qs.message(fields['id'], now)
-            if message is not None and message.pos == fields['pos']:
-                join(qs, [message], now)
     stuck = [gk for gk, head in heads.items()
              if head not in filed and head not in latest]
     qs.store.parallel(lambda gk: advance(qs, gk, now), stuck)

@@ -14,6 +14,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
@@ -38,10 +39,12 @@ class MessageController(controller.MessageController):
     # -- post --------------------------------------------------------------
 
     def _insert(self, queue, project, messages, client_uuid, copies=False):
-        """Store ``messages``; with ``copies`` (dead letters, moved groups)
-        each leaves an ``r/`` marker, and one that has a marker already is
-        skipped: gc finishing a move that a dead node left midway must not
-        bring back a copy its consumer deleted since."""
+        """Store ``messages``: position, message, group entry, and only
+        then the filing that makes it exist (drafts.py). With ``copies``
+        (dead letters, moved groups) each leaves an ``r/`` marker, and one
+        that has a marker already is skipped unless it is still here: gc
+        finishing a move that a dead node left midway must not bring back
+        a copy its consumer deleted since, nor drop one cut short."""
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         stored = [swift_state.Message(m.id, {}, {
@@ -53,24 +56,19 @@ class MessageController(controller.MessageController):
         def store_one(message):
             if copies and self._store.head(
                     qs.c, names.received_obj(message.id)) is not None:
-                self._store.delete(qs.c, names.position_obj(message.pos))
-                return False
-            record = {'b': message.body, 't': message.ttl,
-                      'cr': message.created, 'e': message.expires,
-                      'd': message.due, 'u': message.client,
-                      'p': message.pos, 'g': message.group}
-            if message.checksum:
-                record['cs'] = message.checksum
-            headers = dict(qs.delete_at(message.expires),
-                           **{swift_state.META_E: message.expires})
-            created = self._store.put(
-                qs.c, names.message_obj(message.id),
-                json.dumps(record, ensure_ascii=False).encode(),
-                content_type='application/json', headers=headers,
-                exclusive=True)
-            if not created and not self._is_mine(qs, message):
-                # The id exists already (a retried post or a repeated
-                # dead-letter copy): give the position back.
+                # Copied here before: still here (filed again below, in
+                # case that copy was cut short), or consumed (skipped).
+                created = False
+            else:
+                created = self._store.put(
+                    qs.c, names.message_obj(message.id),
+                    json.dumps(self._record(message),
+                               ensure_ascii=False).encode(),
+                    content_type='application/json',
+                    headers=dict(qs.delete_at(message.expires),
+                                 **{swift_state.META_E: message.expires}),
+                    exclusive=True)
+            if not created and not self._adopt(qs, message, copies):
                 self._store.delete(qs.c, names.position_obj(message.pos))
                 return False
             if copies:
@@ -115,9 +113,35 @@ class MessageController(controller.MessageController):
             content_type=swift_state.position_type(message),
             headers=qs.delete_at(message.expires), container_meta=qs.meta)
 
-    def _is_mine(self, qs, message):
+    @staticmethod
+    def _record(message):
+        record = {'b': message.body, 't': message.ttl,
+                  'cr': message.created, 'e': message.expires,
+                  'd': message.due, 'u': message.client,
+                  'p': message.pos, 'g': message.group}
+        if message.checksum:
+            record['cs'] = message.checksum
+        return record
+
+    def _adopt(self, qs, message, copies):
+        """The id is stored already: True if it is ours (a retried PUT)
+        or, for a copy, if it is still here (a copy cut short before its
+        filing, or one that made it): then ``message`` takes its position
+        and fields and is filed again, under the same names, so filing
+        twice is harmless. False if it must be skipped."""
         found = self._store.get_json(qs.c, names.message_obj(message.id))
-        return found is not None and found[1]['p'] == message.pos
+        if found is None:
+            return False
+        record = found[1]
+        if record['p'] == message.pos:
+            return True
+        if not copies:
+            return False
+        # Give our position back; the stored one is where it belongs.
+        self._store.delete(qs.c, names.position_obj(message.pos))
+        message.pos, message.due, message.group = (record['p'], record['d'],
+                                                   record.get('g'))
+        return True
 
     # -- reads -------------------------------------------------------------
 
@@ -187,7 +211,10 @@ class MessageController(controller.MessageController):
             message = qs.message(message_id, now)
             if message is None:
                 return None
-            return message, qs.claim_of(message_id, now, cache)
+            held = qs.claim_of(message_id, now, cache)
+            if not drafts.is_filed(qs, message, held[0], now):
+                return None
+            return message, held
 
         def page_of(wanted):
             for found in self._store.parallel(read, wanted):
@@ -257,6 +284,8 @@ class MessageController(controller.MessageController):
             if message is None or message.pos != fields['pos']:
                 continue
             count, claim_id = qs.claim_of(message.id, now)
+            if not drafts.is_filed(qs, message, count, now):
+                continue
             if (message.due > now or not (
                     claim_id or keep.keeps(message.pos, message.created))):
                 continue
@@ -276,6 +305,8 @@ class MessageController(controller.MessageController):
             if message is None:
                 return None
             count, claim_id = qs.claim_of(message_id, now, cache)
+            if not drafts.is_filed(qs, message, count, now):
+                return None
             if not (claim_id or keep.keeps(message.pos, message.created)):
                 return None
             return message.render(now, claim_id, count)
@@ -367,15 +398,16 @@ class MessageController(controller.MessageController):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         qs.settle(now)
-        listings = self._store.parallel(
-            lambda args: self._store.listing_all(qs.c, *args),
-            [('p/',), ('d/', 'd/' + names.ms(now) + '0'),
-             ('x/', 'x/' + names.ms(now) + '0'), ('l/',)])
-        positions, delayed_entries, live_hints, locks = listings
+        (positions, live_hints, delayed_entries, members, ready,
+         locks) = drafts.indexes(qs, [('p/',),
+                                      ('x/', 'x/' + names.ms(now) + '0')])
+        # Drafts (a post cut short before filing) do not count.
+        filed = drafts.filed_ids(delayed_entries, members, ready, locks)
         live, group_of = {}, {}
         for entry in positions:
             fields = names.position_fields(entry)
-            if fields is not None and fields['e'] > now:
+            if (fields is not None and fields['e'] > now
+                    and fields['id'] in filed):
                 live[fields['id']] = (fields['pos'], fields)
                 group_of[fields['id']] = fields['g']
         live_claims = {names.parse_expiry(e['name'])[1] for e in live_hints}
@@ -393,7 +425,8 @@ class MessageController(controller.MessageController):
         live = {mid: item for mid, item in live.items()
                 if mid in claimed or keep.keeps(item[0], item[1]['cr'])}
         group_of = {mid: group_of[mid] for mid in live}
-        delayed = {names.parse_entry(e['name'])[2] for e in delayed_entries}
+        delayed = {names.parse_entry(e['name'])[2] for e in delayed_entries
+                   if names.parse_entry(e['name'])[0] > now}
         delayed = {mid for mid in delayed if mid in live} - claimed
         stats = {'total': len(live), 'claimed': len(claimed),
                  'delayed': len(delayed),

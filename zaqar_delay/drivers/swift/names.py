@@ -32,8 +32,9 @@ object                     holds
 ``l/I/K``                  attempt K was won: created with If-None-Match,
                            so one claimer (or pop, or dead-lettering) wins
                            it. Content-Type carries ``c`` (claim id, or
-                           ``pop``/``dead``/``move``/``ret``; a move adds ``t``,
-                           the target queue). The latest K is the claim
+                           ``pop``/``dead``/``move``/``ret``; a move adds
+                           ``t``, the target queue, a pop ``o``, its pop
+                           id). The latest K is the claim
                            count; its claim id is the message's claim.
 ``c/<claim id>``           a claim: ttl, grace, expiry, redelivery delay and
                            its members (JSON: id, position, attempt, group
@@ -59,6 +60,14 @@ object                     holds
                            moved group); kept RECEIVED_MEMORY_S past its
                            expiry, so gc finishing that move again skips
                            it even after its consumer deleted it.
+``o/<pop id>``             the outcome of one pop: Content-Type ``s=done``
+                           (created by the pop before it answers: it hands
+                           out its messages) or ``s=released`` (created by
+                           gc for a pop that never got that far: its
+                           messages are claimable again). Created with
+                           If-None-Match, so the pop and gc agree on one.
+                           Pop locks name their pop (``o`` in their
+                           Content-Type).
 =========================  ==================================================
 
 Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
@@ -109,6 +118,9 @@ RETAIN = 'ret'
 # Not a claim id: a lock held by pop, dead-lettering, a group move or a
 # retention removal.
 TAKEN = (POP, DEAD, MOVE, RETAIN)
+# Outcomes of a pop (o/ objects).
+DONE = 'done'
+RELEASED = 'released'
 # How long past a copied message's expiry its r/ marker stays.
 RECEIVED_MEMORY_S = 900
 # A message posted at epoch ms T takes a position of at least
@@ -164,6 +176,10 @@ def avail_obj(position, message_id, attempt):
 def delayed_obj(due_ms, position, message_id, attempt):
     return 'd/%s/%s/%s/%d' % (ms(due_ms), pos(position), enc(message_id),
                               attempt)
+
+
+def outcome_obj(pop_id):
+    return 'o/' + enc(pop_id)
 
 
 def lock_prefix(message_id):

@@ -1,0 +1,250 @@
+"""Swift: calls cut short by a failing request, against a real Swift.
+
+Each test makes one kind of Swift request fail (``cut``: the swiftclient
+call raises as if the proxy dropped the connection, after every retry),
+at the exact step, and checks what clients and gc see afterwards.
+"""
+
+import contextlib
+
+import pytest
+import swiftclient
+from zaqar.storage import errors as storage_errors
+
+from tests.contract.helpers import bodies, claim, listed, post, stats
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pops
+
+GROUPED = {'_message_group_key': 'g'}
+
+
+@pytest.fixture
+def cut(monkeypatch):
+    """``with cut('put_object', 'a/'):`` makes every swiftclient
+    ``put_object`` of an object named ``a/...`` fail (optionally in one
+    ``container`` only, after the first ``after`` of them, ``times``
+    times; with ``landed`` the request is done and its reply lost)."""
+    @contextlib.contextmanager
+    def cutting(method, prefix='', container=None, after=0, times=None,
+                landed=False):
+        real = getattr(swiftclient.Connection, method)
+        seen = []
+
+        def failing(self, *args, **kwargs):
+            name = str(args[1]) if len(args) > 1 else ''
+            if (name.startswith(prefix)
+                    and container in (None, args[0] if args else None)):
+                seen.append(name)
+                if after < len(seen) <= after + (times or len(seen)):
+                    if landed:
+                        real(self, *args, **kwargs)
+                    raise ConnectionResetError('cut: {} {}'.format(
+                        method, name))
+            return real(self, *args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(swiftclient.Connection, method, failing)
+            yield seen
+    return cutting
+
+
+def objects(driver, queue, project, prefix=''):
+    container = names.container(names.MESSAGES, queue, project)
+    return [e['name'] for e in driver.store.listing_all(container, prefix)]
+
+
+def gc(driver, queue, project, clock):
+    """gc of one queue once every lock and draft is old enough to act on
+    (driver.gc() walks every queue of the session's Swift)."""
+    clock.advance(600)
+    driver._gc_queue(names.container(names.MESSAGES, queue, project))
+
+
+# -- pops -------------------------------------------------------------------
+
+def test_a_pop_whose_removal_fails_hands_out_what_it_won(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    post(driver, queue, project, 'a', 'b', ttl=3600)
+    # Removal is one bulk delete (POST to the account), or one DELETE each
+    # without the bulk middleware.
+    with cut('post_account'), cut('delete_object'):
+        got = driver.message_controller.pop(queue, 5, project=project)
+    assert bodies(got) == ['a', 'b']
+    gc(driver, queue, project, clock)
+    assert claim(driver, queue, project) == (None, [])
+    assert stats(driver, queue, project)['total'] == 0
+    assert objects(driver, queue, project, 'm/') == []
+
+
+def test_gc_gives_back_what_a_pop_that_failed_had_locked(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    post(driver, queue, project, 'a', 'b', ttl=3600)
+    # The pop has locked both, then cannot read them.
+    with cut('get_object', 'm/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            driver.message_controller.pop(queue, 5, project=project)
+    assert claim(driver, queue, project) == (None, [])
+    gc(driver, queue, project, clock)
+    assert bodies(claim(driver, queue, project)[1]) == ['a', 'b']
+
+
+def test_a_pop_whose_outcome_reply_is_lost_still_hands_out(
+        driver, make_queue, project, clock, cut, monkeypatch):
+    """Its outcome PUT landed, the replies to it and to a retry were
+    lost: the pop asks again (within OUTCOME_PATIENCE_S), reads done,
+    and answers with the messages gc would otherwise remove."""
+    monkeypatch.setattr(pops, 'OUTCOME_RETRY_S', 0)
+    queue = make_queue()
+    post(driver, queue, project, 'a', ttl=3600)
+    with cut('put_object', 'o/', landed=True, times=2):
+        got = driver.message_controller.pop(queue, 5, project=project)
+    assert bodies(got) == ['a']
+    gc(driver, queue, project, clock)
+    assert stats(driver, queue, project)['total'] == 0
+    assert claim(driver, queue, project) == (None, [])
+
+
+def test_a_pop_that_gc_took_for_dead_hands_out_nothing(
+        driver, make_queue, project, clock, monkeypatch):
+    queue = make_queue()
+    post(driver, queue, project, 'a', ttl=3600)
+    real = pops.finish
+
+    def late(qs, pop_id, won, now):
+        # The pop stalls past gc's patience; gc releases its messages.
+        gc(driver, queue, project, clock)
+        return real(qs, pop_id, won, now)
+
+    monkeypatch.setattr(pops, 'finish', late)
+    assert driver.message_controller.pop(queue, 5, project=project) == []
+    monkeypatch.undo()
+    assert bodies(claim(driver, queue, project)[1]) == ['a']
+
+
+def test_gc_finishes_a_pop_that_answered(driver, make_queue, project,
+                                         clock, cut):
+    """The outcome is written before the removal: once it says done, gc
+    removes, it never gives back."""
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, {'g': 'x', 'n': 1}, {'g': 'x', 'n': 2},
+         ttl=3600)
+    with cut('post_account'), cut('delete_object'):
+        got = driver.message_controller.pop(queue, 5, project=project)
+    assert bodies(got) == [{'g': 'x', 'n': 1}]
+    gc(driver, queue, project, clock)
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+
+
+
+def test_gc_finishes_a_pop_removal_that_took_only_the_message(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    post(driver, queue, project, 'a', ttl=3600)
+    with cut('post_account'), cut('delete_object'):
+        [got] = driver.message_controller.pop(queue, 5, project=project)
+    # Its bulk delete took the message only (the proxy died midway).
+    driver.store.delete(names.container(names.MESSAGES, queue, project),
+                        names.message_obj(got['id']))
+    gc(driver, queue, project, clock)
+    assert stats(driver, queue, project)['total'] == 0
+    assert objects(driver, queue, project, 'p/') == []
+    assert objects(driver, queue, project, 'l/') == []
+
+# -- posts ------------------------------------------------------------------
+
+def test_a_post_cut_short_before_its_message_leaves_nothing_visible(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    with cut('put_object', 'm/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, 'lost', ttl=3600)
+    assert objects(driver, queue, project, 'p/'), 'the position was taken'
+    assert stats(driver, queue, project)['total'] == 0
+    assert listed(driver, queue, project, include_claimed=True,
+                  include_delayed=True) == []
+    gc(driver, queue, project, clock)
+    assert objects(driver, queue, project) == []
+
+
+def test_a_post_cut_short_before_filing_leaves_nothing_visible(
+        driver, make_queue, project, clock, cut):
+    queue = make_queue()
+    with cut('put_object', 'a/'), cut('put_object', 'd/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, 'draft', ttl=3600)
+    [stored] = objects(driver, queue, project, 'm/')
+    draft_id = names.parse.unquote(stored[2:])
+    assert stats(driver, queue, project)['total'] == 0
+    assert listed(driver, queue, project, include_claimed=True,
+                  include_delayed=True) == []
+    assert list(driver.message_controller.bulk_get(
+        queue, [draft_id], project=project)) == []
+    with pytest.raises(storage_errors.QueueIsEmpty):
+        driver.message_controller.first(queue, project=project)
+    post(driver, queue, project, 'next', ttl=3600)
+    assert stats(driver, queue, project)['total'] == 1
+    gc(driver, queue, project, clock)
+    assert objects(driver, queue, project, 'm/') == [
+        names.message_obj(m['id']) for m in listed(driver, queue, project)]
+    assert bodies(claim(driver, queue, project)[1]) == ['next']
+
+
+def test_a_member_stored_outside_its_group_never_joins_it_late(
+        driver, make_queue, project, clock, cut):
+    """The post of member 1 dies after storing it, before its group entry:
+    member 2, posted after, is the group; gc removes member 1, it never
+    comes out after member 2."""
+    queue = make_queue(GROUPED)
+    with cut('put_object', 'g/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, {'g': 'x', 'n': 1}, ttl=3600)
+    post(driver, queue, project, {'g': 'x', 'n': 2}, ttl=3600)
+    assert stats(driver, queue, project)['total'] == 1
+    assert bodies(listed(driver, queue, project)) == [{'g': 'x', 'n': 2}]
+    claim_id, got = claim(driver, queue, project)
+    assert bodies(got) == [{'g': 'x', 'n': 2}]
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    gc(driver, queue, project, clock)
+    assert claim(driver, queue, project) == (None, [])
+    assert objects(driver, queue, project) == []
+
+
+def test_a_dead_letter_copy_cut_short_is_finished_by_gc(
+        driver, make_queue, project, clock, cut):
+    dlq = make_queue()
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
+    post(driver, queue, project, 'poison', ttl=3600)
+    claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    dlq_container = names.container(names.MESSAGES, dlq, project)
+    # The copy is stored in the DLQ (with its r/ marker), not yet filed.
+    with cut('put_object', 'a/', container=dlq_container):
+        with pytest.raises(storage_errors.ConnectionError):
+            claim(driver, queue, project)
+    assert stats(driver, dlq, project)['total'] == 0
+    gc(driver, queue, project, clock)
+    gc(driver, dlq, project, clock)
+    assert bodies(driver.message_controller.pop(
+        dlq, 5, project=project)) == ['poison']
+    assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_gc_removes_drafts_in_bounded_batches(driver, make_queue, project,
+                                               clock, cut, monkeypatch):
+    from zaqar_delay.drivers.swift import state
+    queue = make_queue()
+    with cut('put_object', 'a/'), cut('put_object', 'd/'):
+        for body in ('x', 'y', 'z'):
+            # One post each: a post's requests run in parallel, and its
+            # other messages could be filed after the first one failed.
+            with pytest.raises(storage_errors.ConnectionError):
+                post(driver, queue, project, body, ttl=3600)
+    assert len(objects(driver, queue, project, 'm/')) == 3
+    monkeypatch.setattr(state, 'SETTLE_BATCH', 2)
+    gc(driver, queue, project, clock)
+    assert len(objects(driver, queue, project, 'm/')) == 1
+    gc(driver, queue, project, clock)
+    assert objects(driver, queue, project) == []
