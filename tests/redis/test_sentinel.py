@@ -157,7 +157,7 @@ def test_a_failover_is_followed_and_keeps_what_was_replicated(
         if 'p%d' % failed_over_at in acked else []
     assert after and set(after) <= set(bodies)
     lost = [b for b in acked if b not in bodies]
-    stats = driver.message_controller._stats('dq', project)
+    stats = driver.message_controller.stats('dq', project)['messages']
     assert stats['delayed'] == 1
     assert claim(driver, 'dq', project)[1] == []
     print('\nsentinel failover: {} posts acknowledged, {} failed, slowest '

@@ -76,7 +76,7 @@ def test_abandoned_claims_are_redelivered_never_concurrently(
         by_message[mid].append((count, began, ended, claim_id))
     assert set(by_message) == set(posted), (
         'a message was lost', len(set(posted) - set(by_message)),
-        driver.message_controller._stats('crashy', project))
+        driver.message_controller.stats('crashy', project)['messages'])
     for mid, deliveries in by_message.items():
         # In claim-count order: each delivery is a later attempt. (Not
         # in the order the claim requests began: a loaded worker can send

@@ -41,7 +41,7 @@ def consume(swift_uri, redis_url, queue, project, abandon_every, claim_ttl,
         messages = list(messages)
         if not messages:
             empty = posted_all.is_set() and not (
-                driver.message_controller._stats(queue, project)['total'])
+                driver.message_controller.stats(queue, project)['messages']['total'])
             idle = idle + 1 if empty else 0
             time.sleep(0.1)
             continue
