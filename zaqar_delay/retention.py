@@ -39,6 +39,17 @@ class Retention:
     time: int = 0
     length: int = 0
     consumers_required: int = None
+    # Read-by-all (consumers.read_through): the last position every
+    # required persistent consumer has acknowledged; None: nothing is read
+    # by all. Filled in for reads, never for writes.
+    read_through: int = None
+
+    @property
+    def read_cut(self):
+        """Messages at or before this position are read by all and no
+        longer kept (unless claimed); None when read-by-all removes
+        nothing."""
+        return self.read_through if self.policy == CLEANUP else None
 
     @property
     def active(self):
