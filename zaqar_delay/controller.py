@@ -183,10 +183,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                 break
             page.append(message)
         handed = page[-1].position if page else None
-        # A consumer that acknowledged nothing starts at the oldest kept
-        # message: what went before it registered is not lost to it.
-        lost = (page[0].position - start - 1
-                if page and start is not None else 0)
+        lost = reader.skipped(start, page[0].position) if page else 0
         self._consumer_update(queue, project, client, marker, handed, lost)
         return page, handed
 
@@ -235,7 +232,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         kept = self.retention_of(queue, project)
         counts = self._stats(queue, project, kept)
         removed = counts.pop('removed_by_retention')
-        return {'messages': counts, 'retention': kept.report(removed)}
+        report = kept.report(removed)
+        # One small read (a queue has few consumers, one subscription
+        # each); the key only appears on queues that have consumers.
+        now_ms, found = self._consumers(queue, project)
+        if found:
+            idle = sum(c.is_idle(now_ms, self._idle_s) for c in found)
+            report['consumers'] = {'live': len(found) - idle, 'idle': idle}
+        return {'messages': counts, 'retention': report}
 
     def clean(self, queue, project, batch):
         """Remove up to ``batch`` messages that retention no longer keeps
