@@ -261,7 +261,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         return consume_id
 
     def forget_consumer(self, queue, project, subscriber):
-        """Called when a subscription is deleted (or expires)."""
+        """Called when a subscription is deleted (or expires). An update
+        that changes a subscription's subscriber is register_consumer of
+        the new one before storing it, then forget_consumer of the old."""
         consume_id = consumers.consume_id_of(subscriber)
         if consume_id is not None:
             self._consumer_forget(queue, project, consume_id)

@@ -147,6 +147,29 @@ def test_deleting_the_subscription_removes_the_consumer(
     assert (state.cursor, state.handed, state.lost) == (None, None, 0)
 
 
+def test_changing_the_subscriber_moves_the_consumer(driver, make_queue,
+                                                   project):
+    queue = make_queue()
+    subs = driver.subscription_controller
+    sid = subs.create(queue, 'http://127.0.0.1:9/x', 3600, {},
+                      project=project)
+    first, second = uuid.uuid4(), uuid.uuid4()
+    subs.update(queue, sid, project=project,
+                subscriber='cursor:' + str(first))
+    assert consumer_ids(driver, queue, project) == [str(first)]
+    subs.update(queue, sid, project=project,
+                subscriber='cursor:' + str(second))
+    assert consumer_ids(driver, queue, project) == [str(second)]
+    with pytest.raises(errors.InvalidInput):
+        subs.update(queue, sid, project=project, subscriber='cursor:bad')
+    assert subs.get(queue, sid, project=project)['subscriber'] == (
+        'cursor:' + str(second))
+    assert consumer_ids(driver, queue, project) == [str(second)]
+    subs.update(queue, sid, project=project,
+                subscriber='http://127.0.0.1:9/y')
+    assert consumer_ids(driver, queue, project) == []
+
+
 # -- cursor semantics --------------------------------------------------------
 
 def test_pages_acknowledge_by_marker_and_resume_after_the_cursor(
