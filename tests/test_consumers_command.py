@@ -4,7 +4,6 @@ consumers, run as an operator would against a zaqar.conf (on Redis)."""
 import json
 import subprocess
 import sys
-import tempfile
 import uuid
 
 import pytest
@@ -12,16 +11,9 @@ from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import post
 from tests.factories import redis as redis_factory
-from tests.servers import zaqar_server
+from tests.redis.test_commands import config  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def config(request, redis_url):
-    store, options = redis_factory.zaqar_store(request)
-    return zaqar_server.write_config(tempfile.mkdtemp(), redis_url, 0, store,
-                                     options)
 
 
 def command(config, *args):

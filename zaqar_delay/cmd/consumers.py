@@ -17,11 +17,9 @@ subscription is gone already.
 import json
 import sys
 
-from oslo_config import cfg
-from oslo_log import log as logging
-from zaqar import bootstrap
 from zaqar.storage import errors as storage_errors
 
+from zaqar_delay import cmd
 from zaqar_delay import consumers
 
 ACTIONS = {'list': 2, 'show': 3, 'remove': 3}
@@ -60,14 +58,8 @@ def remove(driver, queue, project, consume_id):
 
 
 def main(argv=None, out=sys.stdout):
-    conf = cfg.ConfigOpts()
-    conf.register_cli_opt(cfg.SubCommandOpt(
-        'action', handler=add_parsers, help='What to do.'))
-    logging.register_options(conf)
-    conf(argv, project='zaqar', prog='zaqar-delay-consumers')
-    logging.setup(conf, 'zaqar-delay-consumers')
-    action = conf.action
-    driver = bootstrap.Bootstrap(conf).storage._storage
+    action, driver = cmd.store_command(argv, 'zaqar-delay-consumers',
+                                       add_parsers)
     messages = driver.message_controller
     try:
         if action.name == 'list':
