@@ -102,7 +102,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def consumer_report(self, queue, project, consume_id):
         """The state of persistent consumer ``consume_id`` as subscription
-        options show it (cursor, lag, lost, idle), or None."""
+        options show it (cursor, lag, lost, idle), or None. For a
+        subscription get only: Zaqar's notifier lists the subscriptions on
+        every post, and the lag is a count."""
         now_ms, consumer = self._consumer(queue, project, consume_id)
         if consumer is None:
             return None

@@ -490,7 +490,7 @@ def test_without_consumers_required_consumers_remove_nothing(
 
 # -- reports -----------------------------------------------------------------
 
-def test_subscription_get_and_list_show_the_consumer(driver, make_queue,
+def test_subscription_get_shows_the_consumer(driver, make_queue,
                                                      project, clock):
     queue = make_queue()
     reader = Reader(driver, queue, project)
@@ -505,10 +505,9 @@ def test_subscription_get_and_list_show_the_consumer(driver, make_queue,
     clock.advance(7)
     assert reader.options() == {'cursor': str(at['a']), 'lag': 2, 'lost': 0,
                                 'last_active_age': 7, 'idle': False}
-    listed_subs = {s['id']: s for s in next(
-        driver.subscription_controller.list(queue, project=project))}
-    assert listed_subs[reader.sid]['options']['cursor'] == str(at['a'])
-    assert listed_subs[other]['options'] == {'k': 1}
+    # The subscription list is not asked for the report: Zaqar's notifier
+    # lists the subscriptions on every post, which must cost nothing per
+    # consumer (a lag is a count).
     assert driver.subscription_controller.get(
         queue, other, project=project)['options'] == {'k': 1}
 
