@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from importlib import metadata
 
 import pytest
 from zaqarclient.queues import client as zaqar_client
@@ -49,6 +50,12 @@ class Stack:
 
 @pytest.fixture
 def stack():
+    # Zaqar looks the subscriber's scheme up among these entry points when
+    # a subscription is created (a 503 without it).
+    tasks = metadata.entry_points(group='zaqar.notification.tasks')
+    assert 'cursor' in tasks.names, (
+        'the cursor notification task is not installed: reinstall '
+        'zaqar-delay in this venv (scripts/setup.sh)')
     running = Stack()
     yield running
     running.stop()
