@@ -119,6 +119,26 @@ class MessageController(controller.MessageController):
         stats['removed_by_retention'] = removed
         return stats
 
+    # issue 11: placeholders, replaced by the backend work.
+    def _consumer(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumers(self, queue, project):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_register(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_forget(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_update(self, queue, project, consume_id, ack, handed,
+                         lost):
+        raise NotImplementedError('issue 11')
+
+    def _count_after(self, queue, project, position, retention):
+        raise NotImplementedError('issue 11')
+
     def _clean(self, queue, project, retention, batch):
         if not retention.active:
             # Nothing to remove by retention: no store call at all, so gc
