@@ -30,6 +30,6 @@ local n = #ids + #outbox + #claims + #groups + #deleted
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
-             FLOOR)
+             FLOOR, READFLOOR)
 end
 return n
