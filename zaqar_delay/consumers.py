@@ -16,9 +16,9 @@ is the list ``marker``:
 * a consumer's page holds every kept message in position order, claimed
   ones too, and stops before the first message that is not due yet, so a
   delayed message is never skipped;
-* positions between the cursor and the first message handed out next that
-  hold no message any more (removed by retention or TTL, or deleted by
-  another client) are added to the consumer's ``lost`` count.
+* positions after the cursor, never handed to the consumer, that hold no
+  message any more when its next page begins (removed by retention or TTL,
+  or deleted by another client) are added to its ``lost`` count once.
 
 Read-by-all cleanup (``consumers_required``) uses the cursors of the live
 consumers (those active within ``consumer_idle_time``): see
@@ -82,6 +82,16 @@ class Consumer:
                     position, self.consume_id,
                     _shown(self.cursor), _shown(self.handed),
                     _shown(self.cursor), _shown(self.handed)))
+
+    def skipped(self, start, first):
+        """Positions lost to this consumer when its page from ``start``
+        begins at ``first``: those after both ``start`` and the last one
+        handed to it, so a page handed again counts nothing twice and a
+        message it was handed once is not lost. A consumer that was
+        handed nothing and acknowledged nothing starts at the oldest kept
+        message: what went before its first page is not lost to it."""
+        seen = [p for p in (start, self.handed) if p is not None]
+        return max(0, first - max(seen) - 1) if seen else 0
 
     def report(self, now_ms, idle_s, lag):
         """What ``GET .../subscriptions/<id>`` shows in ``options``."""

@@ -102,7 +102,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def consumer_report(self, queue, project, consume_id):
         """The state of persistent consumer ``consume_id`` as subscription
-        options show it (cursor, lag, lost, idle), or None."""
+        options show it (cursor, lag, lost, idle), or None. For a
+        subscription get only: Zaqar's notifier lists the subscriptions on
+        every post, and the lag is a count."""
         now_ms, consumer = self._consumer(queue, project, consume_id)
         if consumer is None:
             return None
@@ -183,10 +185,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                 break
             page.append(message)
         handed = page[-1].position if page else None
-        # A consumer that acknowledged nothing starts at the oldest kept
-        # message: what went before it registered is not lost to it.
-        lost = (page[0].position - start - 1
-                if page and start is not None else 0)
+        lost = reader.skipped(start, page[0].position) if page else 0
         self._consumer_update(queue, project, client, marker, handed, lost)
         return page, handed
 
@@ -235,7 +234,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         kept = self.retention_of(queue, project)
         counts = self._stats(queue, project, kept)
         removed = counts.pop('removed_by_retention')
-        return {'messages': counts, 'retention': kept.report(removed)}
+        report = kept.report(removed)
+        # One small read (a queue has few consumers, one subscription
+        # each); the key only appears on queues that have consumers.
+        now_ms, found = self._consumers(queue, project)
+        if found:
+            idle = sum(c.is_idle(now_ms, self._idle_s) for c in found)
+            report['consumers'] = {'live': len(found) - idle, 'idle': idle}
+        return {'messages': counts, 'retention': report}
 
     def clean(self, queue, project, batch):
         """Remove up to ``batch`` messages that retention no longer keeps
@@ -257,7 +263,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         return consume_id
 
     def forget_consumer(self, queue, project, subscriber):
-        """Called when a subscription is deleted (or expires)."""
+        """Called when a subscription is deleted (or expires). An update
+        that changes a subscription's subscriber is register_consumer of
+        the new one before storing it, then forget_consumer of the old."""
         consume_id = consumers.consume_id_of(subscriber)
         if consume_id is not None:
             self._consumer_forget(queue, project, consume_id)

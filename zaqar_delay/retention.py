@@ -53,8 +53,10 @@ class Retention:
 
     @property
     def active(self):
-        """True when time or length can remove anything."""
-        return self.policy == CLEANUP and bool(self.time or self.length)
+        """True when time, length or read-by-all can remove anything (the
+        backends skip all retention work, cleanup included, otherwise)."""
+        return self.policy == CLEANUP and bool(
+            self.time or self.length or self.read_through is not None)
 
     @property
     def time_ms(self):

@@ -14,10 +14,9 @@ string as typed (``str:int:42`` for the string "int:42").
 import json
 import sys
 
-from oslo_config import cfg
-from oslo_log import log as logging
-from zaqar import bootstrap
 from zaqar.storage import errors as storage_errors
+
+from zaqar_delay import cmd
 
 ACTIONS = {'list': 2, 'purge': 3, 'move': 4}
 
@@ -38,14 +37,9 @@ def add_parsers(subparsers):
 
 
 def main(argv=None, out=sys.stdout):
-    conf = cfg.ConfigOpts()
-    conf.register_cli_opt(cfg.SubCommandOpt(
-        'action', handler=add_parsers, help='What to do.'))
-    logging.register_options(conf)
-    conf(argv, project='zaqar', prog='zaqar-delay-groups')
-    logging.setup(conf, 'zaqar-delay-groups')
-    action = conf.action
-    messages = bootstrap.Bootstrap(conf).storage._storage.message_controller
+    action, driver = cmd.store_command(argv, 'zaqar-delay-groups',
+                                       add_parsers)
+    messages = driver.message_controller
     try:
         if action.name == 'list':
             marker = None
