@@ -9,9 +9,11 @@ creates of the same subscriber cannot both succeed.
 
 A ``cursor:<consume_id>`` subscriber is a persistent consumer
 (``zaqar_delay/consumers.py``): create registers it first (a malformed one
-is refused before anything is stored), delete forgets it, and get and list
-show its state in ``options``. Its state lives as long as the subscription
-(see ``consumer_live`` in lua/_common.lua), expiry included.
+is refused before anything is stored), an update of the subscriber moves
+it, delete forgets it, and get shows its state in ``options`` (not list:
+Zaqar's notifier lists the subscriptions on every post). Its state lives as
+long as the subscription (see ``consumer_live`` in lua/_common.lua),
+expiry included.
 """
 
 import json
@@ -58,7 +60,7 @@ class SubscriptionController(storage.Subscription):
         ids = self._guarded(lambda: self._client.zrangebyscore(
             index, start, '+inf', start=0, num=limit))
         found = [self._load(queue, project, sid.decode()) for sid in ids]
-        found = [self._reported(queue, project, sub) for sub in found if sub]
+        found = [sub for sub in found if sub]
         yield iter(found)
         yield found[-1]['id'] if found else None
 
@@ -112,7 +114,11 @@ class SubscriptionController(storage.Subscription):
         key = keys.subscription_key(queue, project, subscription_id)
         fields = {}
         new_subscriber = kwargs.get('subscriber')
-        if new_subscriber and new_subscriber != current['subscriber']:
+        moved = new_subscriber and new_subscriber != current['subscriber']
+        if moved:
+            # As create: a malformed cursor: subscriber changes nothing.
+            self.driver.message_controller.register_consumer(
+                queue, project, new_subscriber)
             if not self._guarded(lambda: self._client.hsetnx(
                     subscribers, new_subscriber, subscription_id)):
                 raise storage_errors.SubscriptionAlreadyExists()
@@ -132,6 +138,9 @@ class SubscriptionController(storage.Subscription):
                 pipe.expire(key, ttl)
 
         self.driver.pipelined(write)
+        if moved:
+            self.driver.message_controller.forget_consumer(
+                queue, project, current['subscriber'])
 
     def exists(self, queue, subscription_id, project=None):
         return self._load(queue, project, subscription_id) is not None
