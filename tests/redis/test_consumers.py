@@ -10,6 +10,9 @@ import uuid
 
 import pytest
 
+from tests.redis import workers
+from tests.servers.redis_server import RedisServer
+
 from tests.contract.helpers import bodies, claim, listed, post
 from tests.redis.test_retention import key, raw  # noqa: F401 (a fixture)
 from zaqar_delay import consumers
@@ -309,3 +312,36 @@ def test_cleanup_of_read_messages_is_bounded_by_the_batch(driver, raw,
             break
     assert removed == 250
     assert raw.zcard(key(project, 'msgs')) == 50
+
+
+def test_a_deleted_queue_sets_its_consumers_back_to_the_start(driver,
+                                                              project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b', 'c')
+    _, marker = page(driver, project, A, limit=3)
+    page(driver, project, A, marker=marker)
+    driver.queue_controller.delete('q', project=project)
+    make_queue(driver, project)
+    post(driver, 'q', project, 'new')        # position 1 again
+    got, _ = page(driver, project, A)
+    assert bodies(got) == ['new']
+
+
+def test_the_cursor_survives_a_redis_restart(project):
+    server = RedisServer(persistent=True).start()
+    try:
+        driver = workers.make_driver(server.url)
+        make_queue(driver, project)
+        subscribe(driver, project, A)
+        post(driver, 'q', project, *range(5))
+        _, marker = page(driver, project, A, limit=2)
+        page(driver, project, A, marker=marker, limit=1)
+        driver.close()
+        server.restart()
+        driver = workers.make_driver(server.url)
+        got, _ = page(driver, project, A)
+        assert bodies(got) == [2, 3, 4]
+        driver.close()
+    finally:
+        server.stop()
