@@ -88,20 +88,26 @@ def resuming(raw, driver, args):
     return runs
 
 
-def removal(raw, driver, size, removed):
-    """(wall, Redis CPU) s of the cleanup removing ``removed`` messages
-    read by all from a queue of ``size``."""
+def removal(raw, driver, size, steps):
+    """[(wall, Redis CPU) s per removed message] of the cleanup removing
+    ``steps[0]``, then ``steps[1]``... messages read by all from a queue
+    of ``size`` (the reader moving its cursor before each)."""
     raw.flushall()
     name = queue(driver, {'consumers_required': 1})
     reader, = subscribe(driver, name, 1)
     post_many(driver, name, size)
-    cursor = position(raw, name, removed - 1)
     update = driver.message_controller._consumer_update
-    update(name, PROJECT, reader, None, cursor, 0)
-    update(name, PROJECT, reader, cursor, None, 0)
-    done, wall, cpu = timed(raw, lambda: driver.clean_queue(name, PROJECT))
-    assert done == removed, (done, removed)
-    return wall, cpu
+    costs = []
+    for removed in steps:
+        # The oldest messages left are the next ``removed``.
+        cursor = position(raw, name, removed - 1)
+        update(name, PROJECT, reader, None, cursor, 0)
+        update(name, PROJECT, reader, cursor, None, 0)
+        done, wall, cpu = timed(raw, lambda: driver.clean_queue(name,
+                                                                PROJECT))
+        assert done == removed, (done, removed)
+        costs.append((wall / removed, cpu / removed))
+    return costs
 
 
 def run(args):
@@ -126,18 +132,19 @@ def run(args):
         print('ratio resume behind / at head: %.2fx wall, %.2fx Redis CPU '
               '(target <= 1.2)' % (far / head, far_cpu / head_cpu),
               flush=True)
-        cases = [(args.removed * 10, args.removed),
-                 (args.removed * 100, args.removed),
-                 (args.removed * 100, args.removed * 5)]
-        per = {}
-        for size, removed in cases:
-            wall, cpu = removal(raw, driver, size, removed)
-            per[size, removed] = (wall / removed * 1e6, cpu / removed * 1e6)
-            print('read-by-all removal of %s from %s: %.1f / %.1f us wall / '
-                  'Redis CPU per message' % (
-                      format(removed, ','), format(size, ','),
-                      *per[size, removed]), flush=True)
-        small, large, more = (per[case] for case in cases)
+        removed = args.removed
+        cases = [(removed * 10, [removed]),
+                 (removed * 100, [removed, removed * 5])]
+        per = []
+        for size, steps in cases:
+            for step, (wall, cpu) in zip(steps, removal(raw, driver, size,
+                                                        steps)):
+                per.append((wall * 1e6, cpu * 1e6))
+                print('read-by-all removal of %s from %s: %.1f / %.1f us '
+                      'wall / Redis CPU per message' % (
+                          format(step, ','), format(size, ','), *per[-1]),
+                      flush=True)
+        small, large, more = per
         print('ratios per removed message: queue 10x larger %.2fx wall / '
               '%.2fx CPU; 5x more removed %.2fx / %.2fx (O(removed): '
               'about 1)' % (large[0] / small[0], large[1] / small[1],
