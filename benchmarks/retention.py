@@ -21,13 +21,15 @@ BACKENDS = ('redis', 'mongodb', 'swift')
 HERE = pathlib.Path(__file__).resolve().parent
 
 
-def main(argv=None):
+def main(argv=None, family='retention'):
+    """Run ``benchmarks/<family>_<backend>.py`` for the chosen backends
+    (benchmarks/consumers.py runs this for its own family)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = [arg for arg in argv if arg in BACKENDS] or list(BACKENDS)
     passed = [arg for arg in argv if arg not in BACKENDS]
     ratios, failed = [], []
     for backend in chosen:
-        module = 'retention_' + backend
+        module = '{}_{}'.format(family, backend)
         print('== {} ({})'.format(backend, module), flush=True)
         if not (HERE / (module + '.py')).exists():
             print('   not written yet: benchmarks/{}.py'.format(module))

@@ -1,5 +1,7 @@
 """What an operator relies on: entry points, options, docs in sync."""
 
+import configparser
+import importlib
 import pathlib
 import re
 import subprocess
@@ -74,3 +76,24 @@ def test_worker_console_scripts_and_extras():
         cli.dead_letters_main
     extras = metadata.metadata('zaqar-delay').get_all('Provides-Extra')
     assert {'worker', 'prometheus'} <= set(extras)
+
+
+def test_persistent_consumer_entry_points_are_declared():
+    """setup.cfg declares the console script and the no-op notification
+    task for ``cursor:`` subscribers (read from setup.cfg, so the test
+    holds before a venv is reinstalled)."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / 'setup.cfg')
+    declared = {}
+    for group in ('console_scripts', 'zaqar.notification.tasks'):
+        for line in parser['options.entry_points'][group].strip().splitlines():
+            name, target = (part.strip() for part in line.split('='))
+            declared[group, name] = target
+    for key, expected in {
+            ('console_scripts', 'zaqar-delay-consumers'):
+                ('zaqar_delay.cmd.consumers', 'main'),
+            ('zaqar.notification.tasks', 'cursor'):
+                ('zaqar_delay.consumers', 'NotificationTask')}.items():
+        module, attribute = declared[key].split(':')
+        assert (module, attribute) == expected
+        assert getattr(importlib.import_module(module), attribute)

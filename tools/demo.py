@@ -1,6 +1,7 @@
 """A local Zaqar on the zaqar-delay Redis driver, and a short tour of it:
-delayed delivery, bad input, message groups and dead-lettering; then the
-delayed-event worker library (zaqar_delay.worker) on the same Zaqar.
+delayed delivery, bad input, message groups and dead-lettering, a
+persistent consumer resuming after a disconnect; then the delayed-event
+worker library (zaqar_delay.worker) on the same Zaqar.
 
 Starts its own redis-server and ``zaqar-server`` on free loopback ports,
 then talks to Zaqar's unchanged v2 REST API as any client would.
@@ -12,6 +13,7 @@ import logging
 import os
 import sys
 import time
+import urllib.parse
 import uuid
 
 import requests
@@ -22,6 +24,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 from tests.servers.redis_server import RedisServer  # noqa: E402
 from tests.servers.zaqar_server import ZaqarServer  # noqa: E402
 from zaqar_delay import worker  # noqa: E402
+
+
+# Persistent consumers register with a cursor:<Client-ID> subscriber.
+CURSOR_SUBSCRIBERS = """
+[transport]
+subscriber_types = http,https,mailto,trust+http,trust+https,cursor
+"""
 
 
 class Api:
@@ -115,6 +124,44 @@ def tour(api):
         'echo': 'true'})['messages']))
 
 
+def next_marker(page):
+    """The marker of a listing's ``next`` link: it acknowledges the page."""
+    for link in page['links']:
+        if link['rel'] == 'next':
+            query = urllib.parse.urlparse(link['href']).query
+            return urllib.parse.parse_qs(query)['marker'][0]
+
+
+def consumer_tour(api, url):
+    show('A persistent consumer: a stored cursor, resumed after a disconnect')
+    reader = Api(url)
+    consume_id = reader.headers['Client-ID']
+    api('PUT', 'feed', json={})
+    subscription = api('POST', 'feed/subscriptions', json={
+        'subscriber': 'cursor:' + consume_id, 'ttl': 3600})
+    api('POST', 'feed/messages', json={'messages': [
+        {'ttl': 300, 'body': n} for n in range(7)]})
+    page = reader('GET', 'feed/messages', params={'limit': 3})
+    print('reads:              ', bodies(page['messages']))
+    first = next_marker(page)
+    page = reader('GET', 'feed/messages', params={'limit': 3,
+                                                  'marker': first})
+    print('acknowledges, reads:', bodies(page['messages']),
+          '(then disconnects before acknowledging them)')
+    again = Api(url)
+    again.headers['Client-ID'] = consume_id
+    page = again('GET', 'feed/messages', params={'limit': 3})
+    print('resumes (no marker):', bodies(page['messages']))
+    reply = requests.get(again.base + 'feed/messages', headers=again.headers,
+                         params={'marker': int(first) - 1}, timeout=10)
+    print('rewind ->', reply.status_code, reply.json()['description'])
+    page = again('GET', 'feed/messages', params={'limit': 3,
+                                                 'marker': next_marker(page)})
+    print('acknowledges, reads:', bodies(page['messages']))
+    shown = api('GET', 'feed/subscriptions/' + subscription['subscription_id'])
+    print('subscription options:', shown['options'])
+
+
 @dataclasses.dataclass
 class PaymentCheck:
     order: int
@@ -171,11 +218,13 @@ def main():
     args = parser.parse_args()
     with RedisServer() as redis:
         zaqar = ZaqarServer(redis.url, 'delay.redis', {
-            'uri': redis.url.replace('redis://', 'delay.redis://')}).start()
+            'uri': redis.url.replace('redis://', 'delay.redis://')},
+            extra=CURSOR_SUBSCRIBERS).start()
         try:
             print('Zaqar (message_store = delay.redis) at', zaqar.url)
             print('its zaqar.conf:', zaqar.config)
             tour(Api(zaqar.url))
+            consumer_tour(Api(zaqar.url), zaqar.url)
             worker_tour(zaqar.url)
             if args.serve:
                 print('\nServing at {} (project header X-Project-ID); '

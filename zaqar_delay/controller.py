@@ -32,6 +32,7 @@ from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
+from zaqar_delay import consumers
 from zaqar_delay import errors
 from zaqar_delay import retention
 from zaqar_delay import rules
@@ -47,6 +48,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         zd_conf.register(driver.conf, limits, retention_options)
         self._limits = driver.conf[limits.GROUP_NAME]
         self._operator_retention = retention.OperatorRetention(driver.conf)
+        self._retention_conf = driver.conf[retention_options.GROUP_NAME]
 
     # -- shared rules ------------------------------------------------------
 
@@ -63,17 +65,53 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         return dataclasses.replace(policy, retention=retention.from_metadata(
             metadata, self._operator_retention.for_queue(queue, project)))
 
+    def read_policy(self, queue, project):
+        """The queue's validated policy for a claim or pop: its retention
+        includes what the persistent consumers have all read."""
+        policy = self.policy(queue, project)
+        return dataclasses.replace(policy, retention=self.with_readers(
+            queue, project, policy.retention))
+
     def retention_of(self, queue, project):
         """What ``queue`` keeps, for reads and cleanup: never an error
         for metadata stored before it was checked (retention.for_reads);
-        a queue that does not exist gets the operator's settings."""
+        a queue that does not exist gets the operator's settings. Includes
+        what its persistent consumers have all read."""
         operator = self._operator_retention.for_queue(queue, project)
         try:
             metadata = self.driver.queue_controller.get_metadata(queue,
                                                                  project)
         except storage_errors.QueueDoesNotExist:
             return operator
-        return retention.for_reads(metadata, operator)
+        return self.with_readers(queue, project,
+                                 retention.for_reads(metadata, operator))
+
+    def with_readers(self, queue, project, kept):
+        """``kept`` with the read-by-all cut of the queue's persistent
+        consumers, when ``consumers_required`` asks for one (only then are
+        the consumers read, so other queues pay nothing)."""
+        if kept.consumers_required is None or kept.policy != retention.CLEANUP:
+            return kept
+        now_ms, found = self._consumers(queue, project)
+        return dataclasses.replace(kept, read_through=consumers.read_through(
+            kept.consumers_required, found, now_ms, self._idle_s))
+
+    @property
+    def _idle_s(self):
+        return self._retention_conf.consumer_idle_time
+
+    def consumer_report(self, queue, project, consume_id):
+        """The state of persistent consumer ``consume_id`` as subscription
+        options show it (cursor, lag, lost, idle), or None. For a
+        subscription get only: Zaqar's notifier lists the subscriptions on
+        every post, and the lag is a count."""
+        now_ms, consumer = self._consumer(queue, project, consume_id)
+        if consumer is None:
+            return None
+        lag = self._count_after(queue, project, consumer.cursor,
+                                self.retention_of(queue, project))
+        return consumer.report(now_ms, self._idle_s, lag)
+
 
     def target_policy(self, target, project):
         """The policy of a queue that dead letters or a moved group are
@@ -109,13 +147,48 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             yield iter([])
             yield marker
             return
-        messages, next_marker = self._list(
-            queue, project, position, limit, bool(echo),
-            None if client_uuid is None else str(client_uuid),
-            bool(include_claimed), bool(include_delayed),
-            self.retention_of(queue, project))
+        client = None if client_uuid is None else str(client_uuid)
+        reader = None
+        if client is not None:
+            _, reader = self._consumer(queue, project, client)
+        if reader is not None:
+            messages, next_marker = self._consumer_page(
+                queue, project, reader, position, limit)
+        else:
+            messages, next_marker = self._list(
+                queue, project, position, limit, bool(echo), client,
+                bool(include_claimed), bool(include_delayed),
+                self.retention_of(queue, project))
         yield iter(messages)
         yield str(next_marker) if next_marker is not None else marker
+
+    def _consumer_page(self, queue, project, reader, marker, limit):
+        """A persistent consumer's page (see consumers.py): acknowledge up
+        to ``marker``, then hand out what follows the cursor, stopping
+        before the first message that is not due. Its own posts are in it
+        too (``echo``): a feed reader must not count them as lost."""
+        if marker is not None:
+            reader.check_ack(marker)
+        start = marker if marker is not None else reader.cursor
+        kept = self.retention_of(queue, project)
+        client = reader.consume_id
+        # Two listings from the same position, with and without messages
+        # that are not due: the page is what both hold, up to the first
+        # message only the first holds.
+        every, _ = self._list(queue, project, start, limit, True, client,
+                              True, True, kept)
+        due = {m['id'] for m in self._list(queue, project, start, limit,
+                                           True, client, True, False,
+                                           kept)[0]}
+        page = []
+        for message in every:
+            if message['id'] not in due:
+                break
+            page.append(message)
+        handed = page[-1].position if page else None
+        lost = reader.skipped(start, page[0].position) if page else 0
+        self._consumer_update(queue, project, client, marker, handed, lost)
+        return page, handed
 
     def first(self, queue, project=None, sort=1):
         if sort not in (1, -1):
@@ -151,7 +224,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def pop(self, queue, limit, project=None):
         rules.check_limit(limit, self._limits.max_messages_per_claim_or_pop)
         try:
-            policy = self.policy(queue, project)
+            policy = self.read_policy(queue, project)
         except storage_errors.QueueDoesNotExist:
             # As Zaqar's drivers: nothing to pop from a queue that is not.
             return []
@@ -162,7 +235,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         kept = self.retention_of(queue, project)
         counts = self._stats(queue, project, kept)
         removed = counts.pop('removed_by_retention')
-        return {'messages': counts, 'retention': kept.report(removed)}
+        report = kept.report(removed)
+        # One small read (a queue has few consumers, one subscription
+        # each); the key only appears on queues that have consumers.
+        now_ms, found = self._consumers(queue, project)
+        if found:
+            idle = sum(c.is_idle(now_ms, self._idle_s) for c in found)
+            report['consumers'] = {'live': len(found) - idle, 'idle': idle}
+        return {'messages': counts, 'retention': report}
 
     def clean(self, queue, project, batch):
         """Remove up to ``batch`` messages that retention no longer keeps
@@ -171,6 +251,30 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         rules.check_limit(batch, field='batch')
         return self._clean(queue, project, self.retention_of(queue, project),
                            batch)
+
+    # -- persistent consumers (consumers.py) ---------------------------------
+
+    def register_consumer(self, queue, project, subscriber):
+        """Called by the subscription controllers when a subscription is
+        created: a ``cursor:`` subscriber becomes a persistent consumer
+        (idempotent). Raises InvalidInput for a malformed one."""
+        consume_id = consumers.consume_id_of(subscriber)
+        if consume_id is not None:
+            self._consumer_register(queue, project, consume_id)
+        return consume_id
+
+    def forget_consumer(self, queue, project, subscriber):
+        """Called when a subscription is deleted (or expires). An update
+        that changes a subscription's subscriber is register_consumer of
+        the new one before storing it, then forget_consumer of the old."""
+        consume_id = consumers.consume_id_of(subscriber)
+        if consume_id is not None:
+            self._consumer_forget(queue, project, consume_id)
+
+    def list_consumers(self, queue, project):
+        """(now_ms, [consumers.Consumer]) of the queue, for the operator
+        command and stats."""
+        return self._consumers(queue, project)
 
     # -- message groups (SPEC §4) -------------------------------------------
 
@@ -211,6 +315,37 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                                 rules.encode_group_id(group), target)
 
     # -- primitives --------------------------------------------------------
+
+    @abc.abstractmethod
+    def _consumer(self, queue, project, consume_id):
+        """(store now in ms, consumers.Consumer or None)."""
+
+    @abc.abstractmethod
+    def _consumers(self, queue, project):
+        """(store now in ms, every consumers.Consumer of the queue); the
+        number of consumers is small (one subscription each)."""
+
+    @abc.abstractmethod
+    def _consumer_register(self, queue, project, consume_id):
+        """Create consumer ``consume_id`` with no cursor, active now; a
+        consumer that exists is left as it is."""
+
+    @abc.abstractmethod
+    def _consumer_forget(self, queue, project, consume_id):
+        """Remove the consumer's state; unknown ones are ignored."""
+
+    @abc.abstractmethod
+    def _consumer_update(self, queue, project, consume_id, ack, handed,
+                         lost):
+        """In one atomic step: cursor = max(cursor, ``ack``) when ``ack``
+        is not None; handed = max(handed, ``handed``) when not None; lost
+        += ``lost``; last active = store now. A consumer forgotten
+        meanwhile stays forgotten."""
+
+    @abc.abstractmethod
+    def _count_after(self, queue, project, position, retention):
+        """How many messages ``retention`` keeps after ``position`` (None:
+        all of them): a consumer's lag."""
 
     @abc.abstractmethod
     def _groups(self, queue, project, marker, limit):
@@ -303,7 +438,8 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
         ttl, grace = self._check_claim(metadata)
         rules.check_limit(limit, self._limits.max_messages_per_claim_or_pop)
         try:
-            policy = self.driver.message_controller.policy(queue, project)
+            policy = self.driver.message_controller.read_policy(queue,
+                                                                project)
         except storage_errors.QueueDoesNotExist:
             # As Zaqar's drivers: an empty claim (204), not an error.
             return None, iter([])

@@ -39,11 +39,24 @@ class Retention:
     time: int = 0
     length: int = 0
     consumers_required: int = None
+    # Read-by-all (consumers.read_through): the last position every
+    # required persistent consumer has acknowledged; None: nothing is read
+    # by all. Filled in for reads, never for writes.
+    read_through: int = None
+
+    @property
+    def read_cut(self):
+        """Messages at or before this position are read by all and no
+        longer kept (unless claimed); None when read-by-all removes
+        nothing."""
+        return self.read_through if self.policy == CLEANUP else None
 
     @property
     def active(self):
-        """True when time or length can remove anything."""
-        return self.policy == CLEANUP and bool(self.time or self.length)
+        """True when time, length or read-by-all can remove anything (the
+        backends skip all retention work, cleanup included, otherwise)."""
+        return self.policy == CLEANUP and bool(
+            self.time or self.length or self.read_through is not None)
 
     @property
     def time_ms(self):

@@ -14,11 +14,10 @@ string as typed (``str:int:42`` for the string "int:42").
 import json
 import sys
 
-from oslo_config import cfg
-from oslo_log import log as logging
-from zaqar import bootstrap
 from zaqar.storage import errors as storage_errors
 from zaqar.storage import pooling
+
+from zaqar_delay import cmd
 
 ACTIONS = {'list': 2, 'purge': 3, 'move': 4}
 
@@ -51,14 +50,8 @@ def message_controller(store, queue, project):
 
 
 def main(argv=None, out=sys.stdout):
-    conf = cfg.ConfigOpts()
-    conf.register_cli_opt(cfg.SubCommandOpt(
-        'action', handler=add_parsers, help='What to do.'))
-    logging.register_options(conf)
-    conf(argv, project='zaqar', prog='zaqar-delay-groups')
-    logging.setup(conf, 'zaqar-delay-groups')
-    action = conf.action
-    store = bootstrap.Bootstrap(conf).storage._storage
+    action, store = cmd.store_command(argv, 'zaqar-delay-groups',
+                                      add_parsers)
     try:
         messages = message_controller(store, action.queue, action.project)
         if action.name == 'list':

@@ -62,9 +62,17 @@ iteration_delay = cfg.FloatOpt(
     help='Cleanup daemon: seconds to sleep between two batches, to leave '
          'the store to clients while a large backlog is removed.')
 
+consumer_idle_time = cfg.IntOpt(
+    'consumer_idle_time', default=86400, min=1, max=MAX_SETTING,
+    help='Seconds after which a persistent consumer that has not listed '
+         'the queue counts as idle: it no longer holds back read-by-all '
+         'cleanup (consumers_required) and is shown as idle. It keeps its '
+         'cursor and may resume; what was removed meanwhile is added to '
+         'its "lost" count.')
+
 SETTING_OPTS = [policy, time, length, consumers_required]
 DAEMON_OPTS = [tuples_per_iteration, full_scan_time, iteration_delay]
-ALL_OPTS = SETTING_OPTS + DAEMON_OPTS
+ALL_OPTS = SETTING_OPTS + [consumer_idle_time] + DAEMON_OPTS
 
 # In an override section a setting that is absent inherits from the less
 # specific one, so none has a default of its own.

@@ -254,6 +254,26 @@ class MessageController(controller.MessageController):
                                                         project)
         return stats
 
+    # issue 11: placeholders, replaced by the backend work.
+    def _consumer(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumers(self, queue, project):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_register(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_forget(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_update(self, queue, project, consume_id, ack, handed,
+                         lost):
+        raise NotImplementedError('issue 11')
+
+    def _count_after(self, queue, project, position, retention):
+        raise NotImplementedError('issue 11')
+
     def _clean(self, queue, project, retention, batch):
         now = self.driver.now()
         return kept_by.remove(

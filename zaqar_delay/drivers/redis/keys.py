@@ -32,6 +32,14 @@ key                type    holds
 ``Q:removed``      string  messages retention has removed from the queue
 ``Q:floor``        string  highest length cutoff found: free messages below
                            this position are beyond ``length`` for good
+``Q:readfloor``    string  highest read-by-all cut applied: free messages at
+                           or before it were read by every required
+                           persistent consumer, gone for good
+``Q:consumers``    zset    persistent consumer ids (consume_id), scored by
+                           registration time (ms)
+``Q:cons:<cid>``   hash    one persistent consumer: ``c`` cursor, ``h`` last
+                           position handed (both '' for none), ``l`` lost,
+                           ``a`` last active (ms), ``r`` registered (ms)
 ``Q:r:<claim>``    string  a claim's or pop's result (MessagePack), kept
                            for the retry span so a retry returns it again
 ``Q:g:<group>``    zset    a group's live message ids, by position
@@ -70,6 +78,14 @@ claims on grouped queues, stats, group listings and the cleanup script
 (``clean``, run by ``gc``) remove it, oldest first and a bounded batch per
 call, each removal counted once in ``removed`` in the same script.
 
+Persistent consumers (``zaqar_delay/consumers.py``) live as long as their
+``cursor:<consume_id>`` subscription: scripts look the subscription up
+(``Q:subscribers``, ``Q:s:<id>``, same hash tag) and drop the state of one
+that expired or was deleted. Read-by-all is a third retention setting:
+messages at or before the cut are not kept unless claimed, and
+``readfloor`` keeps them gone when the cut later falls (a consumer goes
+idle, is removed or registers). A consumer's lag is two index counts.
+
 Message hash fields:
 
 =====  ===================================================================
@@ -105,7 +121,7 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 # Order of KEYS[] in every queue script (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
                       'claims', 'outbox', 'groups', 'deleted', 'free',
-                      'removed', 'floor')
+                      'removed', 'floor', 'readfloor', 'consumers')
 
 
 def queue_tag(queue, project):

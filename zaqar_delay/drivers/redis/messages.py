@@ -4,8 +4,10 @@ import json
 
 from zaqar.storage import errors as storage_errors
 
+from zaqar_delay import consumers
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay import retention as retention_mod
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
@@ -119,13 +121,47 @@ class MessageController(controller.MessageController):
         stats['removed_by_retention'] = removed
         return stats
 
+    # -- persistent consumers (lua/consumer*.lua, count_after.lua) ----------
+
+    def _consumer(self, queue, project, consume_id):
+        now, found = self._consumers_of(queue, project, consume_id)
+        return now, (found[0] if found else None)
+
+    def _consumers(self, queue, project):
+        return self._consumers_of(queue, project, '')
+
+    def _consumers_of(self, queue, project, consume_id):
+        now, flat = self._run('consumers', queue, project, consume_id)
+        return now, [consumers.Consumer(
+            consume_id=wire.text(flat[i]), cursor=_position(flat[i + 1]),
+            handed=_position(flat[i + 2]), lost=int(flat[i + 3]),
+            last_active_ms=int(flat[i + 4]))
+            for i in range(0, len(flat), 5)]
+
+    def _consumer_register(self, queue, project, consume_id):
+        self._run('consumer_register', queue, project, consume_id)
+
+    def _consumer_forget(self, queue, project, consume_id):
+        self._run('consumer_forget', queue, project, consume_id)
+
+    def _consumer_update(self, queue, project, consume_id, ack, handed,
+                         lost):
+        self._run('consumer_update', queue, project, consume_id,
+                  '' if ack is None else ack,
+                  '' if handed is None else handed, lost)
+
+    def _count_after(self, queue, project, position, retention):
+        return self._run('count_after', queue, project,
+                         '' if position is None else position,
+                         *retention_args(retention))
+
     def _clean(self, queue, project, retention, batch):
-        if not retention.active:
+        args = retention_args(retention)
+        if not any(args):
             # Nothing to remove by retention: no store call at all, so gc
             # costs queues without retention nothing more.
             return 0, False
-        removed, more = self._run('clean', queue, project,
-                                  *retention_args(retention), batch,
+        removed, more = self._run('clean', queue, project, *args, batch,
                                   self.driver.deleted_id_memory_ms)
         return removed, bool(more)
 
@@ -189,11 +225,22 @@ class MessageController(controller.MessageController):
 
 
 def retention_args(retention):
-    """The two ARGV values by which scripts learn a queue's retention
-    (time in ms and length, 0 for no limit; both 0 when inactive)."""
+    """The three ARGV values by which scripts learn a queue's retention:
+    time in ms and length, 0 for no limit (both 0 when inactive), and the
+    read-by-all cut: '' when the queue has no ``consumers_required`` (its
+    stored floor is then not applied either), -1 when nothing is read by
+    all now (the floor still is)."""
     if retention is None:
-        return 0, 0
-    return retention.time_ms, retention.kept_length
+        return 0, 0, ''
+    cut = ''
+    if (retention.policy == retention_mod.CLEANUP
+            and retention.consumers_required is not None):
+        cut = -1 if retention.read_cut is None else retention.read_cut
+    return retention.time_ms, retention.kept_length, cut
+
+
+def _position(value):
+    return None if value in (b'', '', None) else int(value)
 
 
 def _stat_entry(now, flat):

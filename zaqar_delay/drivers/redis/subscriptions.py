@@ -6,6 +6,14 @@ source, ``u`` subscriber, ``t`` ttl, ``e`` expires (s), ``o`` options JSON,
 ``c`` confirmed 0/1), expiring with the subscription. A subscription is
 created with a Lua-free ``HSETNX`` on the subscriber index, so two concurrent
 creates of the same subscriber cannot both succeed.
+
+A ``cursor:<consume_id>`` subscriber is a persistent consumer
+(``zaqar_delay/consumers.py``): create registers it first (a malformed one
+is refused before anything is stored), an update of the subscriber moves
+it, delete forgets it, and get shows its state in ``options`` (not list:
+Zaqar's notifier lists the subscriptions on every post). Its state lives as
+long as the subscription (see ``consumer_live`` in lua/_common.lua),
+expiry included.
 """
 
 import json
@@ -15,6 +23,7 @@ import uuid
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
+from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import keys
 
 FIELDS = ('s', 'u', 't', 'e', 'o', 'c')
@@ -59,9 +68,25 @@ class SubscriptionController(storage.Subscription):
         found = self._load(queue, project, subscription_id)
         if found is None:
             raise storage_errors.SubscriptionDoesNotExist(subscription_id)
-        return found
+        return self._reported(queue, project, found)
+
+    def _reported(self, queue, project, subscription):
+        """A persistent consumer's report (cursor, lag, lost, idle) merged
+        into its subscription's options."""
+        if not subscription['subscriber'].startswith(consumers.PREFIX):
+            return subscription
+        consume_id = consumers.consume_id_of(subscription['subscriber'])
+        report = self.driver.message_controller.consumer_report(
+            queue, project, consume_id)
+        if report is not None:
+            subscription['options'] = dict(subscription['options'], **report)
+        return subscription
 
     def create(self, queue, subscriber, ttl, options, project=None):
+        # First: a malformed cursor: subscriber is refused with nothing
+        # stored, and the consumer exists when its subscription appears.
+        self.driver.message_controller.register_consumer(queue, project,
+                                                         subscriber)
         index, subscribers = keys.subscription_keys(queue, project)
         existing = self.get_with_subscriber(queue, subscriber, project)
         if existing is not None:
@@ -89,7 +114,11 @@ class SubscriptionController(storage.Subscription):
         key = keys.subscription_key(queue, project, subscription_id)
         fields = {}
         new_subscriber = kwargs.get('subscriber')
-        if new_subscriber and new_subscriber != current['subscriber']:
+        moved = new_subscriber and new_subscriber != current['subscriber']
+        if moved:
+            # As create: a malformed cursor: subscriber changes nothing.
+            self.driver.message_controller.register_consumer(
+                queue, project, new_subscriber)
             if not self._guarded(lambda: self._client.hsetnx(
                     subscribers, new_subscriber, subscription_id)):
                 raise storage_errors.SubscriptionAlreadyExists()
@@ -109,6 +138,9 @@ class SubscriptionController(storage.Subscription):
                 pipe.expire(key, ttl)
 
         self.driver.pipelined(write)
+        if moved:
+            self.driver.message_controller.forget_consumer(
+                queue, project, current['subscriber'])
 
     def exists(self, queue, subscription_id, project=None):
         return self._load(queue, project, subscription_id) is not None
@@ -125,6 +157,9 @@ class SubscriptionController(storage.Subscription):
                 pipe.hdel(subscribers, found['subscriber'])
 
         self.driver.pipelined(remove)
+        if found:
+            self.driver.message_controller.forget_consumer(
+                queue, project, found['subscriber'])
 
     def get_with_subscriber(self, queue, subscriber, project=None):
         index, subscribers = keys.subscription_keys(queue, project)

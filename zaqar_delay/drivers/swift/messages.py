@@ -445,6 +445,26 @@ class MessageController(controller.MessageController):
         stats['removed_by_retention'] = swift_retention.removed(qs)
         return stats
 
+    # issue 11: placeholders, replaced by the backend work.
+    def _consumer(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumers(self, queue, project):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_register(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_forget(self, queue, project, consume_id):
+        raise NotImplementedError('issue 11')
+
+    def _consumer_update(self, queue, project, consume_id, ack, handed,
+                         lost):
+        raise NotImplementedError('issue 11')
+
+    def _count_after(self, queue, project, position, retention):
+        raise NotImplementedError('issue 11')
+
     def _clean(self, queue, project, retention, batch):
         return swift_retention.clean(self._state(queue, project), retention,
                                      self.driver.now_ms(), batch)

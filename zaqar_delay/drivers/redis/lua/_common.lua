@@ -10,6 +10,9 @@
 -- KEYS[12] removed string: messages retention removed so far
 -- KEYS[13] floor  string: position below which free messages are beyond
 --          retention's length for good
+-- KEYS[14] readfloor string: last position read by every required
+--          persistent consumer; free messages at or before it are gone
+-- KEYS[15] consumers zset consume_id -> registration time (ms)
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
 --         claimed ids Q:cm:<id>, group members Q:g:<group>, claimed group
 --         heads Q:gflight, group moves Q:moving and Q:movetargets)
@@ -30,6 +33,7 @@ local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local GROUPS, DELETED = KEYS[9], KEYS[10]
 local FREE, REMOVED, FLOOR = KEYS[11], KEYS[12], KEYS[13]
+local READFLOOR, CONSUMERS = KEYS[14], KEYS[15]
 local Q = ARGV[1]
 -- Grouped ids under a claim, scored by claim expiry: the groups in flight
 -- are counted from it without walking every claimed id.
@@ -228,12 +232,18 @@ end
 -- since positions and created times grow together in a queue, the oldest
 -- members of FREE are the ones past `time` (found by bisection, a fixed
 -- number of steps per doubling of the queue).
-local RET_TIME, RET_LENGTH = 0, 0
-local HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT
+-- The third setting is read-by-all (consumers_required): '' or nothing
+-- when the queue has none, else the last position every required
+-- persistent consumer acknowledged (-1: none yet, or too few consumers).
+local RET_TIME, RET_LENGTH, RET_CUT = 0, 0, nil
+local HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT, READ_BELOW
 
-local function use_retention(time_ms, length)
+local function use_retention(time_ms, length, cut)
   RET_TIME, RET_LENGTH = tonumber(time_ms) or 0, tonumber(length) or 0
+  RET_CUT = nil
+  if cut and cut ~= '' then RET_CUT = tonumber(cut) end
   HIDE_BELOW, TIME_FROM, FLOOR_AT, EXPIRED_AT = nil, nil, nil, nil
+  READ_BELOW = nil
 end
 
 -- A position as a score bound (math.huge: past every position).
@@ -243,7 +253,35 @@ local function score(pos)
 end
 
 local function retention_on()
-  return RET_TIME > 0 or RET_LENGTH > 0
+  return RET_TIME > 0 or RET_LENGTH > 0 or RET_CUT ~= nil
+end
+
+-- The higher of two cutoffs, either of which may be false (none).
+local function higher(a, b)
+  if a and b then return math.max(a, b) end
+  return a or b
+end
+
+-- Read-by-all is for good too: READFLOOR holds the highest cut applied so
+-- far (never past the last position handed out, so that "every message
+-- counts as read" leaves later posts alone), and a message at or before it
+-- stays gone when a consumer later goes idle, is removed or registers.
+-- Returns the position below which free messages are read by all, or
+-- false.
+local function read_below()
+  if RET_CUT == nil then return false end
+  if READ_BELOW == nil then
+    local stored = tonumber(redis.call('GET', READFLOOR) or '')
+    if RET_CUT >= 0 then
+      local cut = math.min(RET_CUT, tonumber(redis.call('GET', SEQ) or 0))
+      if cut > 0 and (not stored or cut > stored) then
+        redis.call('SET', READFLOOR, score(cut))
+        stored = cut
+      end
+    end
+    READ_BELOW = stored and stored + 1 or false
+  end
+  return READ_BELOW
 end
 
 -- The position of the free message `length` - 1 + `extra` places from
@@ -295,11 +333,7 @@ local function hide_below()
     if unsettled > 0 or (EXPIRED_AT or 0) > 0 then
       now = length_cutoff(-unsettled)
     end
-    if floor and now then
-      HIDE_BELOW = math.max(floor, now)
-    else
-      HIDE_BELOW = floor or now
-    end
+    HIDE_BELOW = higher(higher(floor, now), read_below())
   end
   return HIDE_BELOW
 end
@@ -314,9 +348,9 @@ local function settle_for_retention()
   end
 end
 
--- For removal: the floor (see above).
+-- For removal: the floors of length and read-by-all (see above).
 local function remove_below()
-  return length_floor()
+  return higher(length_floor(), read_below())
 end
 
 local function too_old(created)
@@ -468,4 +502,34 @@ local function to_outbox(id, pos, to, ttl, delay)
   detach(id)
   redis.call('HSET', mkey(id), 'to', to, 'tt', ttl, 'td', delay, 'ob', NOW)
   redis.call('ZADD', OUTBOX, pos, id)
+end
+
+-- Persistent consumers (zaqar_delay/consumers.py): Q:cons:<consume_id> is a
+-- hash (c cursor, h last position handed, '' for none; l lost; a last
+-- active, r registered, ms), listed in CONSUMERS. A consumer lives as long
+-- as its subscription (cursor:<consume_id>, see subscriptions.py): that
+-- expires by itself, so its state is judged by it, and state whose
+-- subscription is gone is dropped. A create registers the consumer before
+-- it stores the subscription: a consumer registered less than
+-- CONSUMER_GRACE ago may still be waiting for it and is only ignored.
+local CONSUMER_GRACE = 60 * 1000
+local function conkey(consume_id) return Q .. ':cons:' .. consume_id end
+
+local function subscribed(consume_id)
+  local sid = redis.call('HGET', Q .. ':subscribers', 'cursor:' .. consume_id)
+  return sid and redis.call('EXISTS', Q .. ':s:' .. sid) == 1
+end
+
+-- true when the consumer's state may be used; state left by a subscription
+-- that is gone is dropped.
+local function consumer_live(consume_id)
+  if subscribed(consume_id) then return true end
+  local registered = redis.call('HGET', conkey(consume_id), 'r')
+  if registered and tonumber(registered) <= NOW - CONSUMER_GRACE then
+    redis.call('DEL', conkey(consume_id))
+    redis.call('ZREM', CONSUMERS, consume_id)
+  elseif not registered then
+    redis.call('ZREM', CONSUMERS, consume_id)
+  end
+  return false
 end

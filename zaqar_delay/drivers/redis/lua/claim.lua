@@ -10,6 +10,7 @@
 --          after a lost reply) returns the same batch instead of another
 -- ARGV[13] deleted-id memory (ms): popped ids are remembered this long
 -- ARGV[14] retention time (ms, 0: none)  ARGV[15] retention length (0: none)
+-- ARGV[16] read-by-all cut ('' none, -1: nothing read by all yet)
 -- A message already claimed max-claim-count times is not handed out: it
 -- goes to the outbox for the caller to copy into the dead-letter queue, or
 -- is dropped without one; either way its group's next member is unblocked.
@@ -35,7 +36,7 @@ local kept = redis.call('GET', result_key)
 if kept then return cmsgpack.unpack(kept) end
 
 refresh(2 * limit)
-use_retention(ARGV[14], ARGV[15])
+use_retention(ARGV[14], ARGV[15], ARGV[16])
 if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
 local from = visible_from()
 

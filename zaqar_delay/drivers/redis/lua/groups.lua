@@ -6,8 +6,9 @@
 -- ARGV[3] marker (the last group id of the previous page, '' from start)
 -- ARGV[4] limit
 -- ARGV[5] retention time (ms, 0: none)  ARGV[6] retention length (0: none)
+-- ARGV[7] read-by-all cut ('' none, -1: nothing read by all yet)
 -- Returns {group, depth, head id, head live claim id or '', ...}.
-use_retention(ARGV[5], ARGV[6])
+use_retention(ARGV[5], ARGV[6], ARGV[7])
 refresh(BATCH)
 purge_expired(BATCH)
 trim(BATCH)

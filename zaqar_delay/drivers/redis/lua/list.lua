@@ -3,6 +3,7 @@
 -- ARGV[4] limit                                ARGV[7] echo 1/0
 -- ARGV[5] include claimed 1/0                  ARGV[8] client UUID
 -- ARGV[9] retention time (ms, 0: none)         ARGV[10] length (0: none)
+-- ARGV[11] read-by-all cut ('' none, -1: nothing read by all yet)
 -- Messages retention no longer keeps are left out; without claimed
 -- messages wanted, the page starts where kept messages may start
 -- (everything free before that position is not kept), so a backlog that
@@ -21,7 +22,7 @@
 local marker, limit = ARGV[3], tonumber(ARGV[4])
 local with_claimed, with_delayed = ARGV[5] == '1', ARGV[6] == '1'
 local echo, client = ARGV[7] == '1', ARGV[8]
-use_retention(ARGV[9], ARGV[10])
+use_retention(ARGV[9], ARGV[10], ARGV[11])
 
 local source = MSGS
 settle_for_retention()

@@ -30,6 +30,12 @@ local n = #ids + #outbox + #claims + #groups + #deleted
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
-             FLOOR)
+             FLOOR, READFLOOR)
+  -- Positions start again from 1: a cursor from before would skip the
+  -- messages of the queue created again, so its persistent consumers
+  -- (few, one subscription each) start afresh.
+  for _, cid in ipairs(redis.call('ZRANGE', CONSUMERS, 0, -1)) do
+    redis.call('HSET', conkey(cid), 'c', '', 'h', '')
+  end
 end
 return n

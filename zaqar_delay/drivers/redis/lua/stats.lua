@@ -5,6 +5,7 @@
 -- Zaqar expects them whenever the total is not zero.
 -- Groups in flight are groups whose head is claimed: only heads can be.
 -- ARGV[3] retention time (ms, 0: none)  ARGV[4] retention length (0: none)
+-- ARGV[5] read-by-all cut ('' none, -1: nothing read by all yet)
 -- Retention: up to BATCH messages it no longer keeps are removed first;
 -- total and free then count only what it keeps (claimed messages, and of
 -- the free ones those from where kept ones start). Delayed counts and
@@ -13,7 +14,7 @@
 -- capped by the free messages kept.
 -- Returns {NOW, total, claimed, delayed, {oldest wire}, {newest wire},
 -- groups, groups in flight, removed by retention so far}.
-use_retention(ARGV[3], ARGV[4])
+use_retention(ARGV[3], ARGV[4], ARGV[5])
 refresh(BATCH)
 purge_expired(BATCH)
 trim(BATCH)

@@ -1,0 +1,27 @@
+"""Persistent consumers' cost on every backend, figures and ratios side by
+side (issue 11).
+
+    python -m benchmarks.consumers [--quick] [redis|mongodb|swift ...]
+
+Runs ``benchmarks/consumers_<backend>.py`` (one module per backend, each
+runnable on its own and printing its figures, its ratios on lines with
+the word "ratio") for every backend named, or all of them, then repeats
+the ratio lines under one heading: post throughput with 100 persistent
+consumers against none (within 1.2x), resuming a consumer with 100,000
+messages behind its cursor against resuming at the head (within 1.2x;
+Swift runs a smaller queue and says so), and read-by-all cleanup time per
+removed message for two sizes (O(messages removed)). A backend whose
+module does not exist yet is reported as such.
+"""
+
+import sys
+
+from benchmarks import retention
+
+
+def main(argv=None):
+    return retention.main(argv, family='consumers')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,347 @@
+"""Persistent consumers on Redis: layout, forward-only updates, expiry with
+the subscription, read-by-all in the retention filter (exact at read time,
+for good, removed by cleanup in bounded batches) and lag from indexes.
+
+The behaviour every backend shares is in tests/contract/test_consumers.py;
+these tests look at the Redis keys and the work each script does.
+"""
+
+import uuid
+
+import pytest
+
+from tests.redis import workers
+from tests.servers.redis_server import RedisServer
+
+from tests.contract.helpers import bodies, claim, listed, post
+from tests.redis.test_retention import key, raw  # noqa: F401 (a fixture)
+from zaqar_delay import consumers
+from zaqar_delay import errors
+from zaqar_delay.drivers.redis import keys
+
+A = str(uuid.UUID('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'))
+B = str(uuid.UUID('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'))
+
+
+def state_key(project, consume_id, queue='q'):
+    return keys.queue_prefix(queue, project) + ':cons:' + consume_id
+
+
+def make_queue(driver, project, **retention):
+    metadata = {'_retention': retention} if retention else {}
+    driver.queue_controller.create('q', metadata=metadata, project=project)
+
+
+def subscribe(driver, project, consume_id, ttl=3600):
+    return driver.subscription_controller.create(
+        'q', consumers.PREFIX + consume_id, ttl, {}, project=project)
+
+
+def page(driver, project, consume_id, marker=None, limit=10):
+    pages = driver.message_controller.list(
+        'q', project=project, marker=marker, limit=limit,
+        client_uuid=uuid.UUID(consume_id))
+    return list(next(pages)), next(pages)
+
+
+def consumer(driver, project, consume_id):
+    return driver.message_controller._consumer('q', project, consume_id)[1]
+
+
+# -- layout ----------------------------------------------------------------
+
+def test_state_hash_and_index_follow_the_subscription(driver, raw, project):
+    make_queue(driver, project)
+    sid = subscribe(driver, project, A)
+    state = state_key(project, A)
+    assert raw.zrange(key(project, 'consumers'), 0, -1) == [A.encode()]
+    fields = raw.hgetall(state)
+    assert (fields[b'c'], fields[b'h'], fields[b'l']) == (b'', b'', b'0')
+    post(driver, 'q', project, 'a', 'b', 'c')
+    got, marker = page(driver, project, A, limit=2)
+    assert bodies(got) == ['a', 'b']
+    assert raw.hget(state, 'h') == marker.encode()
+    page(driver, project, A, marker=marker)
+    assert raw.hget(state, 'c') == marker.encode()
+    driver.subscription_controller.delete('q', sid, project=project)
+    assert not raw.exists(state)
+    assert raw.zcard(key(project, 'consumers')) == 0
+
+
+def test_malformed_cursor_subscriber_stores_nothing(driver, raw, project):
+    make_queue(driver, project)
+    with pytest.raises(errors.InvalidInput, match='cursor:not-a-uuid'):
+        driver.subscription_controller.create(
+            'q', 'cursor:not-a-uuid', 3600, {}, project=project)
+    subscribers = keys.subscription_keys('q', project)[1]
+    assert not raw.exists(subscribers)
+    assert raw.zcard(key(project, 'consumers')) == 0
+
+
+def test_registering_twice_keeps_the_cursor(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b')
+    _, marker = page(driver, project, A, limit=1)
+    page(driver, project, A, marker=marker)
+    assert subscribe(driver, project, A) is None      # duplicate subscriber
+    assert consumer(driver, project, A).cursor == int(marker)
+
+
+# -- forward-only update ---------------------------------------------------
+
+def test_update_moves_cursor_and_handed_forward_only(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    update = driver.message_controller._consumer_update
+    update('q', project, A, None, 10, 3)
+    update('q', project, A, 7, None, 0)
+    update('q', project, A, 5, 8, 4)          # behind: nothing moves back
+    found = consumer(driver, project, A)
+    assert (found.cursor, found.handed, found.lost) == (7, 10, 3)
+
+
+def test_a_retried_update_counts_lost_once(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    update = driver.message_controller._consumer_update
+    update('q', project, A, None, 10, 3)
+    update('q', project, A, None, 10, 3)      # same page again
+    assert consumer(driver, project, A).lost == 3
+
+
+def test_update_of_a_forgotten_consumer_stores_nothing(driver, raw,
+                                                       project):
+    make_queue(driver, project)
+    driver.message_controller._consumer_update('q', project, A, 1, 2, 0)
+    assert not raw.exists(state_key(project, A))
+
+
+# -- expiry with the subscription ------------------------------------------
+
+def test_expired_subscription_is_no_consumer(driver, raw, project, clock):
+    make_queue(driver, project)
+    sid = subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b')
+    page(driver, project, A, limit=1)
+    # What Redis does when the subscription's ttl runs out.
+    raw.delete(keys.subscription_key('q', project, sid))
+    assert consumer(driver, project, A) is None
+    assert driver.message_controller._consumers('q', project)[1] == []
+    # A plain listing again: the Client-ID is no consumer any more.
+    got, _ = page(driver, project, A, limit=10)
+    assert bodies(got) == ['a', 'b']
+    clock.advance(61)                         # past the registration grace
+    driver.message_controller._consumers('q', project)
+    assert not raw.exists(state_key(project, A))
+
+
+def test_resubscribing_after_expiry_starts_afresh(driver, raw, project,
+                                                  clock):
+    make_queue(driver, project)
+    sid = subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b')
+    _, marker = page(driver, project, A, limit=1)
+    page(driver, project, A, marker=marker)
+    raw.delete(keys.subscription_key('q', project, sid))
+    clock.advance(61)
+    subscribe(driver, project, A)
+    found = consumer(driver, project, A)
+    assert (found.cursor, found.handed, found.lost) == (None, None, 0)
+
+
+def test_subscription_get_shows_the_report_list_does_not(driver, raw,
+                                                          project, clock):
+    make_queue(driver, project)
+    sid = subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b', 'c')
+    _, marker = page(driver, project, A, limit=1)
+    page(driver, project, A, marker=marker, limit=1)
+    clock.advance(5)
+    options = driver.subscription_controller.get(
+        'q', sid, project=project)['options']
+    assert options == {'cursor': marker, 'lag': 2, 'lost': 0,
+                       'last_active_age': 5, 'idle': False}
+    # Zaqar's notifier lists subscriptions on every post: no report there.
+    raw.config_resetstat()
+    listed_subs = list(next(driver.subscription_controller.list(
+        'q', project=project)))
+    assert listed_subs[0]['options'] == {}
+    assert 'cmdstat_evalsha' not in raw.info('commandstats')
+
+
+# -- lag --------------------------------------------------------------------
+
+def test_lag_counts_claimed_and_kept_messages_after_the_cursor(driver,
+                                                               project):
+    make_queue(driver, project)
+    post(driver, 'q', project, *range(6))
+    claim(driver, 'q', project, limit=1)      # 0 claimed: kept
+    driver.queue_controller.set_metadata(
+        'q', {'_retention': {'length': 3}}, project=project)
+    count = driver.message_controller._count_after
+    retention = driver.message_controller.retention_of('q', project)
+    # Kept: the claimed 0 and the newest three free ones (3, 4, 5).
+    assert count('q', project, None, retention) == 4
+    positions = [m.position for m in listed(driver, 'q', project,
+                                            include_claimed=True)]
+    assert count('q', project, positions[0], retention) == 3
+    assert count('q', project, positions[-2], retention) == 1
+
+
+# -- read-by-all ------------------------------------------------------------
+
+def two_readers(driver, project, required=2):
+    make_queue(driver, project, consumers_required=required)
+    sids = [subscribe(driver, project, A), subscribe(driver, project, B)]
+    ids = post(driver, 'q', project, *range(6))
+    return sids, ids
+
+
+def read_through(driver, project, consume_id, count):
+    """The consumer reads and acknowledges its first ``count`` messages."""
+    got, marker = page(driver, project, consume_id, limit=count)
+    page(driver, project, consume_id, marker=marker, limit=1)
+    return got
+
+
+def test_read_by_all_is_exact_at_read_time_and_cleaned(driver, raw,
+                                                       project):
+    _, ids = two_readers(driver, project)
+    read_through(driver, project, A, 4)
+    read_through(driver, project, B, 2)
+    assert bodies(listed(driver, 'q', project)) == [2, 3, 4, 5]
+    assert driver.message_controller.clean('q', project, 100) == (2, False)
+    assert raw.zrange(key(project, 'msgs'), 0, -1) == [
+        i.encode() for i in ids[2:]]
+    assert driver.message_controller.stats(
+        'q', project)['retention']['removed'] == 2
+
+
+def test_claimed_messages_read_by_all_stay_until_the_claim_ends(
+        driver, project, clock):
+    two_readers(driver, project)
+    claim(driver, 'q', project, limit=1, ttl=60, grace=0)     # holds 0
+    read_through(driver, project, A, 3)
+    read_through(driver, project, B, 3)
+    assert driver.message_controller.clean('q', project, 100)[0] == 2
+    assert bodies(listed(driver, 'q', project, include_claimed=True)) == [
+        0, 3, 4, 5]
+    clock.advance(61)
+    driver.gc()
+    assert bodies(listed(driver, 'q', project, include_claimed=True)) == [
+        3, 4, 5]
+
+
+def test_read_by_all_is_for_good(driver, project):
+    sids, _ = two_readers(driver, project)
+    read_through(driver, project, A, 3)
+    read_through(driver, project, B, 3)
+    assert bodies(listed(driver, 'q', project)) == [3, 4, 5]
+    # B goes: one consumer is fewer than required, read-by-all removes
+    # nothing more, but what both had read stays gone.
+    driver.subscription_controller.delete('q', sids[1], project=project)
+    read_through(driver, project, A, 2)
+    assert bodies(listed(driver, 'q', project)) == [3, 4, 5]
+    assert driver.message_controller.clean('q', project, 100)[0] == 3
+
+
+@pytest.mark.parametrize('required, kept', [(3, 6), (2, 4), (1, 4)])
+def test_required_against_live_consumers(driver, project, required, kept):
+    two_readers(driver, project, required=required)
+    read_through(driver, project, A, 2)
+    read_through(driver, project, B, 3)
+    assert len(listed(driver, 'q', project)) == kept
+
+
+def test_an_idle_consumer_stops_pinning(driver, project, clock):
+    driver.conf.set_override('consumer_idle_time', 10, group='retention')
+    idle = driver.message_controller._idle_s
+    assert idle == 10
+    two_readers(driver, project)
+    read_through(driver, project, A, 1)
+    clock.advance(idle - 1)
+    read_through(driver, project, B, 4)
+    # A is idle one second later: B alone is fewer than required...
+    clock.advance(1)
+    assert consumer(driver, project, A).is_idle(clock(), idle)
+    assert len(listed(driver, 'q', project)) == 6
+    # ...and with required 1, B's cursor alone decides.
+    driver.queue_controller.set_metadata(
+        'q', {'_retention': {'consumers_required': 1}}, project=project)
+    assert bodies(listed(driver, 'q', project)) == [4, 5]
+
+
+def test_every_message_read_without_consumers_leaves_later_posts(
+        driver, project):
+    make_queue(driver, project, consumers_required=0)
+    post(driver, 'q', project, 'a', 'b')
+    assert listed(driver, 'q', project) == []
+    assert driver.message_controller.clean('q', project, 100)[0] == 2
+    # A consumer registers: later posts wait for it; the floor stayed at
+    # the last position there was.
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'c')
+    assert bodies(listed(driver, 'q', project)) == ['c']
+    got, _ = page(driver, project, A)
+    assert bodies(got) == ['c']
+
+
+def test_cleanup_of_read_messages_is_bounded_by_the_batch(driver, raw,
+                                                          project):
+    make_queue(driver, project, consumers_required=1)
+    subscribe(driver, project, A)
+    ids = []
+    for start in range(0, 300, 100):
+        ids += post(driver, 'q', project, *range(start, start + 100))
+    read = int(raw.zscore(key(project, 'msgs'), ids[249]))
+    update = driver.message_controller._consumer_update
+    update('q', project, A, None, read, 0)
+    update('q', project, A, read, None, 0)
+    raw.config_resetstat()
+    assert driver.message_controller.clean('q', project, 20) == (20, True)
+    info = raw.info('commandstats')
+    # One HMGET per message looked at (detach and the check), a few more
+    # for the indexes: about the batch, not the 300 messages.
+    assert info['cmdstat_hmget']['calls'] <= 3 * 20 + 5
+    removed = 20
+    while True:
+        count, more = driver.message_controller.clean('q', project, 20)
+        removed += count
+        if not more:
+            break
+    assert removed == 250
+    assert raw.zcard(key(project, 'msgs')) == 50
+
+
+def test_a_deleted_queue_sets_its_consumers_back_to_the_start(driver,
+                                                              project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b', 'c')
+    _, marker = page(driver, project, A, limit=3)
+    page(driver, project, A, marker=marker)
+    # What Zaqar's pipeline runs when the queue is deleted.
+    driver.message_controller._purge_queue('q', project)
+    post(driver, 'q', project, 'new')        # position 1 again
+    got, _ = page(driver, project, A)
+    assert bodies(got) == ['new']
+
+
+def test_the_cursor_survives_a_redis_restart(project):
+    server = RedisServer(persistent=True).start()
+    try:
+        driver = workers.make_driver(server.url)
+        make_queue(driver, project)
+        subscribe(driver, project, A)
+        post(driver, 'q', project, *range(5))
+        _, marker = page(driver, project, A, limit=2)
+        page(driver, project, A, marker=marker, limit=1)
+        driver.close()
+        server.restart()
+        driver = workers.make_driver(server.url)
+        got, _ = page(driver, project, A)
+        assert bodies(got) == [2, 3, 4]
+        driver.close()
+    finally:
+        server.stop()

@@ -1,0 +1,107 @@
+"""Persistent consumers under concurrency, with real processes on a real
+redis-server: racing updates of one consumer only move it forward; two
+consumers with ``consumers_required: 2`` read while producers post and two
+cleanup processes run: no message is removed before both acknowledged it
+(each consumer sees every message, nothing lost), none is returned after,
+and every message ends up removed and counted once."""
+
+import multiprocessing
+import random
+import uuid
+
+import pytest
+
+from tests.redis import consumer_workers
+from tests.redis import retention_workers
+from tests.redis import workers
+from zaqar_delay import consumers
+
+pytestmark = pytest.mark.slow
+
+A = str(uuid.UUID('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'))
+B = str(uuid.UUID('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'))
+PRODUCERS, PER_PRODUCER, CLEANERS = 2, 300, 2
+
+
+def subscribed_queue(redis_url, project, metadata, *consume_ids):
+    driver = workers.make_driver(redis_url)
+    driver.queue_controller.create('q', metadata=metadata, project=project)
+    for consume_id in consume_ids:
+        driver.subscription_controller.create(
+            'q', consumers.PREFIX + consume_id, 3600, {}, project=project)
+    return driver
+
+
+def test_racing_updates_only_move_forward(redis_url, project):
+    driver = subscribed_queue(redis_url, project, {}, A)
+    rng = random.Random(11)
+    plans = [[(rng.randrange(1000), rng.randrange(1000)) for _ in range(200)]
+             for _ in range(4)]
+    ctx = multiprocessing.get_context('spawn')
+    results = ctx.Queue()
+    processes = [ctx.Process(target=consumer_workers.update,
+                             args=(redis_url, 'q', project, A, plan,
+                                   results))
+                 for plan in plans]
+    for process in processes:
+        process.start()
+    assert sum(results.get(timeout=300) for _ in processes) == 800
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    found = driver.message_controller._consumer('q', project, A)[1]
+    assert found.cursor == max(a for plan in plans for a, _ in plan)
+    assert found.handed == max(h for plan in plans for _, h in plan)
+
+
+def test_read_by_all_with_producers_and_cleaners(redis_url, project):
+    driver = subscribed_queue(
+        redis_url, project, {'_retention': {'consumers_required': 2}}, A, B)
+    ctx = multiprocessing.get_context('spawn')
+    posted_done, read_done = ctx.Event(), ctx.Event()
+    posted_q, seen_q, cleaned_q, watch_q = (ctx.Queue() for _ in range(4))
+    producers = [ctx.Process(target=retention_workers.produce,
+                             args=(redis_url, 'q', project, PER_PRODUCER, 0,
+                                   posted_q))
+                 for _ in range(PRODUCERS)]
+    readers = [ctx.Process(target=consumer_workers.read,
+                           args=(redis_url, 'q', project, cid, posted_done,
+                                 seen_q))
+               for cid in (A, B)]
+    others = [ctx.Process(target=retention_workers.clean,
+                          args=(redis_url, 'q', project, read_done,
+                                cleaned_q))
+              for _ in range(CLEANERS)]
+    others.append(ctx.Process(target=consumer_workers.watch,
+                              args=(redis_url, 'q', project, read_done,
+                                    watch_q)))
+    everyone = producers + readers + others
+    for process in everyone:
+        process.start()
+    posted = [mid for _ in producers for mid in posted_q.get(timeout=300)]
+    posted_done.set()
+    seen = dict(seen_q.get(timeout=300) for _ in readers)
+    read_done.set()
+    cleaned = sum(cleaned_q.get(timeout=300) for _ in range(CLEANERS))
+    problems = watch_q.get(timeout=300)
+    for process in everyone:
+        process.join(60)
+        assert process.exitcode == 0
+
+    assert problems == [], 'returned after both acknowledged it'
+    for consume_id in (A, B):
+        ids = [mid for mid, _ in seen[consume_id]]
+        positions = [pos for _, pos in seen[consume_id]]
+        assert sorted(ids) == sorted(posted), 'removed before both read it'
+        assert positions == sorted(positions)
+        assert len(set(ids)) == len(ids)
+    _, found = driver.message_controller._consumers('q', project)
+    assert [c.lost for c in found] == [0, 0]
+    # Each reader's idle listings acknowledged its last page: everything
+    # is read by all and goes, each message counted once.
+    assert {c.cursor for c in found} == {max(
+        pos for _, pos in seen[A])}
+    cleaned += driver.clean_queue('q', project)
+    stats = driver.message_controller.stats('q', project)
+    assert stats['messages']['total'] == 0
+    assert cleaned == stats['retention']['removed'] == len(posted)
