@@ -116,10 +116,12 @@ class Consumers:
             lambda: self.store.listing_all(
                 c, names.subscriber_obj(consumers.PREFIX))])
         now = self.driver.now_ms()
+        # Subscriptions expire by the wall clock, as subscriptions.py.
+        wall = int(time.time())
         live = set()
         for entry in subscribed:
             expires = names.ct_params(entry.get('content_type')).get('e')
-            if expires is None or int(expires) * 1000 > now:
+            if expires is None or int(expires) > wall:
                 consume_id = consumers.consume_id_of(
                     names.parse_subscription(entry['name']))
                 live.add(consume_id)
