@@ -14,6 +14,15 @@ A consumer's state lives in its queue's subscription container
                           forward-only change. The winner deletes the
                           version it replaced.
 
+``w/<position>``          (queue's message container) a message that was
+                          at this position was removed (deleted, claimed
+                          and deleted, popped, removed by retention or
+                          TTL): written by state.QueueState.remove only
+                          while the queue has consumers, kept
+                          GONE_MEMORY_S. Positions are sparse (ms *
+                          POS_PER_MS + n), so a consumer's ``lost`` counts
+                          these markers, not the gap between positions.
+
 So one container listing of ``v/`` answers ``_consumers`` with no GET,
 and an update is atomic without locks. Forgetting writes a tombstone
 version (expiring after TOMBSTONE_S): an update that read the version
@@ -27,6 +36,7 @@ its Content-Type, read by the same round trip, so an expired subscription
 stops counting at once (Swift deletes both by X-Delete-At later).
 """
 
+import dataclasses
 import time
 
 from zaqar_delay import consumers
@@ -38,6 +48,9 @@ TOMBSTONE_S = 3600
 # Versions written in a row before an update gives up (one per writer
 # racing it; a consumer has one reader, so races are rare).
 ATTEMPTS = 20
+# How long a removed position is remembered for ``lost``: a consumer away
+# longer than this undercounts what it lost meanwhile.
+GONE_MEMORY_S = 7 * 86400
 
 
 def container(queue, project):
@@ -58,11 +71,57 @@ def _parse(entry):
     return consume_id, int(seq), names.ct_params(entry.get('content_type'))
 
 
-def _state(consume_id, params):
-    return consumers.Consumer(
+def _state(consume_id, params, gone=None):
+    return Consumer(
         consume_id=consume_id, cursor=_position(params.get('cur')),
         handed=_position(params.get('h')), lost=int(params.get('lost', 0)),
-        last_active_ms=int(params.get('a', 0)))
+        last_active_ms=int(params.get('a', 0)), gone=gone)
+
+
+@dataclasses.dataclass(frozen=True)
+class Consumer(consumers.Consumer):
+    """A consumer whose lost positions are the ``w/`` markers between the
+    last one it saw and the first of its page (``gone(low, high)``)."""
+
+    gone: object = dataclasses.field(default=None, compare=False,
+                                     repr=False)
+
+    def skipped(self, start, first):
+        seen = [p for p in (start, self.handed) if p is not None]
+        if not seen or first <= max(seen) + 1 or self.gone is None:
+            return 0
+        return self.gone(max(seen), first)
+
+
+def gone_obj(position):
+    return 'w/' + names.pos(position)
+
+
+def mark_gone(qs, positions):
+    """Before removing messages from the queue of ``qs``: remember their
+    positions for its consumers' ``lost``. One listing when the queue has
+    no consumer, and nothing written."""
+    meta = qs.meta or {}
+    if not positions or 'queue' not in meta:
+        return
+    if not qs.store.listing(container(meta['queue'], meta['project']),
+                           'v/', limit=1):
+        return
+    headers = {'X-Delete-At': str(int(time.time()) + GONE_MEMORY_S)}
+    qs.store.parallel(lambda pos: qs.store.put(qs.c, gone_obj(pos),
+                                               headers=headers), positions)
+
+
+def count_gone(store, c, low, high):
+    """How many positions strictly between ``low`` and ``high`` lost their
+    message for a consumer whose page from ``low`` began at ``high``: the
+    removed ones (``w/``) and those still stored that the page passed over
+    (no longer kept by retention, expired). One listing request per 10,000
+    of each."""
+    removed, stored = store.parallel(lambda prefix: store.listing_all(
+        c, prefix, marker=prefix + names.pos(low),
+        end_marker=prefix + names.pos(high)), ['w/', 'p/'])
+    return len({e['name'][2:] for e in removed + stored})
 
 
 class Consumers:
@@ -103,6 +162,10 @@ class Consumers:
         raise RuntimeError('consumer {} in {}: {} writers raced'.format(
             consume_id, c, ATTEMPTS))
 
+    def _gone(self, queue, project):
+        c = names.container(names.MESSAGES, queue, project)
+        return lambda low, high: count_gone(self.store, c, low, high)
+
     def one(self, queue, project, consume_id):
         now, found = self.all(queue, project)
         found = [c for c in found if c.consume_id == consume_id]
@@ -130,7 +193,8 @@ class Consumers:
             consume_id, seq, params = _parse(entry)
             if seq > newest.get(consume_id, (0, None))[0]:
                 newest[consume_id] = (seq, params)
-        return now, [_state(cid, params)
+        gone = self._gone(queue, project)
+        return now, [_state(cid, params, gone)
                      for cid, (_, params) in sorted(newest.items())
                      if cid in live and not params.get('gone')]
 
