@@ -73,9 +73,10 @@ object                     holds
 ``w/P``                    a message at position P was removed while the
                            queue had persistent consumers: their ``lost``
                            (consumers.py).
-Consumer state: ``v/<consume_id>/<seq>`` in the subscription container
-(consumers.py).
 =========================  ==================================================
+
+Persistent consumer state is ``v/<consume_id>/<seq>`` in the subscription
+container (consumers.py).
 
 Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
 first 256 bytes), ``.``, and 20 hex digits of its SHA-256. A group id is
