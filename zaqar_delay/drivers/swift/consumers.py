@@ -185,9 +185,8 @@ class Consumers:
         for entry in subscribed:
             expires = names.ct_params(entry.get('content_type')).get('e')
             if expires is None or int(expires) > wall:
-                consume_id = consumers.consume_id_of(
-                    names.parse_subscription(entry['name']))
-                live.add(consume_id)
+                live.add(names.parse_subscription(entry['name'])[
+                    len(consumers.PREFIX):])
         newest = {}
         for entry in versions:
             consume_id, seq, params = _parse(entry)
