@@ -14,6 +14,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
@@ -32,6 +33,7 @@ class MessageController(controller.MessageController):
     def __init__(self, driver):
         super().__init__(driver)
         self._store = driver.store
+        self._consumers_store = swift_consumers.Consumers(driver)
 
     def _state(self, queue, project):
         return self.driver.queue_state(queue, project)
@@ -445,25 +447,29 @@ class MessageController(controller.MessageController):
         stats['removed_by_retention'] = swift_retention.removed(qs)
         return stats
 
-    # issue 11: placeholders, replaced by the backend work.
+    # -- persistent consumers (consumers.py) --------------------------------
+
     def _consumer(self, queue, project, consume_id):
-        raise NotImplementedError('issue 11')
+        return self._consumers_store.one(queue, project, consume_id)
 
     def _consumers(self, queue, project):
-        raise NotImplementedError('issue 11')
+        return self._consumers_store.all(queue, project)
 
     def _consumer_register(self, queue, project, consume_id):
-        raise NotImplementedError('issue 11')
+        self._consumers_store.register(queue, project, consume_id)
 
     def _consumer_forget(self, queue, project, consume_id):
-        raise NotImplementedError('issue 11')
+        self._consumers_store.forget(queue, project, consume_id)
 
     def _consumer_update(self, queue, project, consume_id, ack, handed,
                          lost):
-        raise NotImplementedError('issue 11')
+        self._consumers_store.update(queue, project, consume_id, ack, handed,
+                                     lost)
 
     def _count_after(self, queue, project, position, retention):
-        raise NotImplementedError('issue 11')
+        return swift_retention.count_after(
+            self._state(queue, project), retention, self.driver.now_ms(),
+            position)
 
     def _clean(self, queue, project, retention, batch):
         return swift_retention.clean(self._state(queue, project), retention,

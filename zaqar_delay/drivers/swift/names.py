@@ -68,7 +68,15 @@ object                     holds
                            If-None-Match, so the pop and gc agree on one.
                            Pop locks name their pop (``o`` in their
                            Content-Type).
+``k/P`` (read-by-all)      also the cut past what every required persistent
+                           consumer read (consumers.py), so it stays gone.
+``w/P``                    a message at position P was removed while the
+                           queue had persistent consumers: their ``lost``
+                           (consumers.py).
 =========================  ==================================================
+
+Persistent consumer state is ``v/<consume_id>/<seq>`` in the subscription
+container (consumers.py).
 
 Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
 first 256 bytes), ``.``, and 20 hex digits of its SHA-256. A group id is

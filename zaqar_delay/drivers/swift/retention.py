@@ -51,6 +51,8 @@ tallies after it (``n/``, in name order).
 
 import datetime
 
+from zaqar_delay import consumers
+from zaqar_delay import retention as retention_rules
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import names
 
@@ -99,10 +101,13 @@ KEEP_ALL = Horizon()
 def horizon(qs, retention, now, flights=False):
     """The Horizon of ``retention`` at ``now``; with ``flights`` its
     ``in_flight`` is filled even when ``length`` does not need it."""
-    if not retention.active:
+    reads = reads_all(retention)
+    if not (retention.active or reads):
         return KEEP_ALL
     if not retention.kept_length:
         keep = _time_horizon(retention, now)
+        if reads:
+            _read_cut(qs, keep, retention, now, stored_cut(qs))
         if flights and keep.cut:
             keep.in_flight = in_flight(qs, now)
         return keep
@@ -121,18 +126,21 @@ def horizon_of(qs, entries, retention, now, members, stored=None):
     """The Horizon of ``retention`` given ``p/`` listing ``entries``,
     newest first, read as far as needed, the ``members`` of live claims
     (a container of ids; {id: position} is kept as in_flight) and the
-    ``stored`` cut (read when None). A length cut above the stored one
-    is stored."""
+    ``stored`` cut (read when None). A length or read-by-all cut above
+    the stored one is stored."""
     keep = _time_horizon(retention, now)
     keep.in_flight = members
     length = retention.kept_length
-    if not length:
+    reads = reads_all(retention)
+    if not (length or reads):
         return keep
     if stored is None:
         stored = stored_cut(qs)
+    if reads:
+        stored = _read_cut(qs, keep, retention, now, stored)
     keep.cut = max(keep.cut, stored)
     counted = 0
-    for fields in down_to_cut(entries, keep):
+    for fields in (down_to_cut(entries, keep) if length else ()):
         if (fields['e'] <= now or fields['id'] in members
                 or not keep.keeps(fields['pos'], fields['cr'])):
             continue
@@ -143,6 +151,57 @@ def horizon_of(qs, entries, retention, now, members, stored=None):
             keep.cut = fields['pos']
             break
     return keep
+
+
+def reads_all(retention):
+    """True when the queue has ``consumers_required``: its read-by-all
+    cut applies, and so does the floor earlier cuts stored, even while
+    nothing is read by all now (a consumer went idle or registered)."""
+    return (retention.policy == retention_rules.CLEANUP
+            and retention.consumers_required is not None)
+
+
+def _read_cut(qs, keep, retention, now, stored):
+    """Raise ``keep.cut`` past what every required consumer has read
+    (``retention.read_cut``) and past the ``stored`` floor; store the
+    read cut when it is above the floor, so what was read by all stays
+    gone. Returns the floor as it is now."""
+    read = retention.read_cut
+    if read is not None:
+        if read >= consumers.READ_ALL:
+            # Everything is read now, also what is posted while this
+            # runs; only what is older than this instant stays gone.
+            floor = now * names.POS_PER_MS
+            keep.cut = max(keep.cut, read)
+        else:
+            floor = read + 1
+        if floor > stored:
+            qs.store.put(qs.c, names.cut_obj(floor))
+            stored = floor
+    keep.cut = max(keep.cut, stored)
+    return stored
+
+
+def count_after(qs, retention, now, position):
+    """How many messages ``retention`` keeps after ``position`` (None:
+    all): a consumer's lag. Swift has no counting index, so this lists
+    the ``p/`` entries after the position (a listing page holds 10,000:
+    one request per 10,000 messages of lag, and no GET)."""
+    keep = horizon(qs, retention, now, flights=True)
+    after = -1 if position is None else position
+    early = sum(1 for pos in keep.in_flight.values()
+                if after < pos < keep.cut)
+    start = keep.after(position)
+    marker = None if start is None else names.position_obj(start) + '0'
+    count = 0
+    for entry in qs.store.listing_all(qs.c, 'p/', marker=marker):
+        fields = names.position_fields(entry)
+        if fields is None or fields['e'] <= now:
+            continue
+        if (fields['id'] in keep.in_flight
+                or keep.keeps(fields['pos'], fields['cr'])):
+            count += 1
+    return early + count
 
 
 def stored_cut(qs):

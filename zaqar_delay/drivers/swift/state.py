@@ -11,6 +11,7 @@ Removing a grouped message advances its group (groups.py).
 import json
 
 from zaqar_delay import controller
+from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 
@@ -122,6 +123,8 @@ class QueueState:
                        for k in range(1, attempts + 1)]
             doomed += [names.avail_obj(pos, message_id, k)
                        for k in range(1, attempts + 2)]
+        # Before they go: their consumers count them as lost (consumers.py).
+        swift_consumers.mark_gone(self, [v[1] for v in victims])
         self.store.delete_many(self.c, doomed)
         touched = list(dict.fromkeys(v[3] for v in victims if v[3]))
         if touched:

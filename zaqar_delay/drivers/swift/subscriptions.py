@@ -6,6 +6,13 @@ and ``u/<subscriber>`` (the id; created with If-None-Match, so two creates
 of one subscriber cannot both succeed). Both carry X-Delete-At, so Swift
 forgets an expired subscription by itself. Ids are UUID-shaped but start
 with the creation time, so a listing comes back in creation order.
+
+A ``cursor:<consume_id>`` subscriber is a persistent consumer
+(consumers.py): create registers it first (a malformed one is refused
+before anything is stored), an update of the subscriber moves it, delete
+forgets it, and get shows its state in ``options``. ``u/`` carries the
+subscription's expiry in its Content-Type (``e``), so the consumers'
+listing drops expired ones without a GET.
 """
 
 import itertools
@@ -17,6 +24,7 @@ import uuid
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
+from zaqar_delay import consumers
 from zaqar_delay.drivers.swift import names
 
 _COUNTER = itertools.count()
@@ -70,9 +78,11 @@ class SubscriptionController(storage.Subscription):
         """Take a subscriber URI for ``subscription_id``; False if taken by
         a live subscription."""
         name = names.subscriber_obj(subscriber)
-        headers = {'X-Delete-At': str(int(time.time()) + ttl + 1)}
+        expires = int(time.time()) + ttl
+        headers = {'X-Delete-At': str(expires + 1)}
         for _ in range(2):
             if self._store.create(container, name, subscription_id.encode(),
+                                  content_type=names.content_type(e=expires),
                                   headers=headers):
                 return True
             found = self._store.get(container, name)
@@ -107,9 +117,26 @@ class SubscriptionController(storage.Subscription):
         found = self._load(self._c(queue, project), subscription_id)
         if found is None:
             raise storage_errors.SubscriptionDoesNotExist(subscription_id)
-        return found
+        return self._reported(queue, project, found)
+
+    def _reported(self, queue, project, subscription):
+        """A persistent consumer's report (cursor, lag, lost, idle) merged
+        into its subscription's options (get only: Zaqar's notifier lists
+        the subscriptions on every post)."""
+        consume_id = consumers.consume_id_of(subscription['subscriber'])
+        if consume_id is None:
+            return subscription
+        report = self.driver.message_controller.consumer_report(
+            queue, project, consume_id)
+        if report is not None:
+            subscription['options'] = dict(subscription['options'], **report)
+        return subscription
 
     def create(self, queue, subscriber, ttl, options, project=None):
+        # First: a malformed cursor: subscriber is refused with nothing
+        # stored, and the consumer exists when its subscription appears.
+        self.driver.message_controller.register_consumer(queue, project,
+                                                         subscriber)
         container = self._c(queue, project)
         subscription_id = _ordered_id()
         if not self._reserve(container, subscriber, subscription_id, ttl):
@@ -121,10 +148,17 @@ class SubscriptionController(storage.Subscription):
 
     def update(self, queue, subscription_id, project=None, **kwargs):
         container = self._c(queue, project)
-        current = self.get(queue, subscription_id, project)
+        current = self._load(container, subscription_id)
+        if current is None:
+            raise storage_errors.SubscriptionDoesNotExist(subscription_id)
         new_subscriber = kwargs.get('subscriber')
         ttl = kwargs.get('ttl') or current['ttl']
-        if new_subscriber and new_subscriber != current['subscriber']:
+        old_subscriber = current['subscriber']
+        moved = new_subscriber and new_subscriber != old_subscriber
+        if moved:
+            # As create: a malformed cursor: subscriber changes nothing.
+            self.driver.message_controller.register_consumer(
+                queue, project, new_subscriber)
             if not self._reserve(container, new_subscriber, subscription_id,
                                  ttl):
                 raise storage_errors.SubscriptionAlreadyExists()
@@ -132,16 +166,20 @@ class SubscriptionController(storage.Subscription):
                                names.subscriber_obj(current['subscriber']))
             current['subscriber'] = new_subscriber
         elif kwargs.get('ttl'):
+            expires = int(time.time()) + ttl
             self._store.put(container,
                             names.subscriber_obj(current['subscriber']),
-                            subscription_id.encode(), headers={
-                                'X-Delete-At': str(int(time.time()) + ttl +
-                                                   1)})
+                            subscription_id.encode(),
+                            content_type=names.content_type(e=expires),
+                            headers={'X-Delete-At': str(expires + 1)})
         if kwargs.get('options') is not None:
             current['options'] = kwargs['options']
         expires = None if kwargs.get('ttl') else _expires(current)
         current['ttl'] = ttl
         self._write(container, current, expires)
+        if moved:
+            self.driver.message_controller.forget_consumer(
+                queue, project, old_subscriber)
 
     def exists(self, queue, subscription_id, project=None):
         return self._load(self._c(queue, project),
@@ -154,6 +192,9 @@ class SubscriptionController(storage.Subscription):
         if found:
             doomed.insert(0, names.subscriber_obj(found['subscriber']))
         self._store.delete_many(container, doomed)
+        if found:
+            self.driver.message_controller.forget_consumer(
+                queue, project, found['subscriber'])
 
     def get_with_subscriber(self, queue, subscriber, project=None):
         container = self._c(queue, project)
@@ -164,7 +205,9 @@ class SubscriptionController(storage.Subscription):
 
     def confirm(self, queue, subscription_id, project=None, confirmed=True):
         container = self._c(queue, project)
-        current = self.get(queue, subscription_id, project)
+        current = self._load(container, subscription_id)
+        if current is None:
+            raise storage_errors.SubscriptionDoesNotExist(subscription_id)
         current['confirmed'] = bool(confirmed)
         self._write(container, current, _expires(current))
 

@@ -1,0 +1,146 @@
+"""What persistent consumers cost on Swift (issue 11).
+
+    python -m benchmarks.consumers_swift [--quick] [--posted 300]
+        [--consumers 100] [--behind 1000] [--resumes 30] [--removed 100]
+
+Starts one redis-server (Zaqar's queue catalogue) and one real single-node
+Swift and prints figures and ratios in one run. Sizes are scaled down from
+the issue's (20,000 posted, 100,000 behind the cursor, 1,000 removed): a
+Swift request costs milliseconds and posting 100,000 messages would take
+hours on a test machine.
+
+* ``post``: ``--posted`` messages posted (10 per call) to a queue with
+  ``--consumers`` persistent consumers (``consumers_required`` set) and
+  to one without, taking turns call by call; target ratio <= 1.2.
+* ``resume``: a consumer with ``--behind`` messages behind its cursor and
+  one at the head of the same queue each list a page of 10 without a
+  marker ``--resumes`` times, taking turns; target ratio <= 1.2 (the
+  listing starts at the cursor's name, Swift's own index).
+* ``read-by-all removal``: the cleanup removing ``--removed`` messages
+  read by the consumer from a queue of 5 times as many and of 20 times as
+  many: time per removed message (O(removed): ratio about 1).
+
+``--quick`` divides every size by 10 (a smoke run, not for figures).
+"""
+
+import argparse
+import statistics
+import time
+import uuid
+
+from benchmarks.retention_swift import (PROJECT, make_driver, post_many,
+                                        post_seconds, queue)
+from tests.servers.redis_server import RedisServer
+from tests.servers.swift_server import SwiftServer
+from zaqar_delay import consumers
+
+
+def subscribe(driver, name, count):
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    for consume_id in ids:
+        driver.subscription_controller.create(
+            name, consumers.PREFIX + consume_id, 3600, {}, project=PROJECT)
+    return ids
+
+
+def positions(driver, name):
+    qs = driver.queue_state(name, PROJECT)
+    return [int(e['name'][2:])
+            for e in driver.store.listing_all(qs.c, 'p/')]
+
+
+def acknowledge(driver, name, consume_id, cursor):
+    update = driver.message_controller._consumer_update
+    update(name, PROJECT, consume_id, None, cursor, 0)
+    update(name, PROJECT, consume_id, cursor, None, 0)
+
+
+def posting(driver, args):
+    required = {'consumers_required': args.consumers}
+    loaded = '%d consumers' % args.consumers
+    queues = {'no consumers': queue(driver, required),
+              loaded: queue(driver, required)}
+    subscribe(driver, queues[loaded], args.consumers)
+    seconds = dict.fromkeys(queues, 0.0)
+    for start in range(0, args.posted, 10):
+        for label, name in queues.items():
+            seconds[label] += post_seconds(driver, name, start)
+    return {label: args.posted / seconds[label] for label in queues}
+
+
+def resuming(driver, args):
+    name = queue(driver)
+    post_many(driver, name, args.behind + 20)
+    behind, head = subscribe(driver, name, 2)
+    acknowledge(driver, name, behind, positions(driver, name)[args.behind
+                                                              - 1])
+
+    def resume(consume_id):
+        started = time.perf_counter()
+        pages = driver.message_controller.list(
+            name, project=PROJECT, limit=10,
+            client_uuid=uuid.UUID(consume_id))
+        assert len(list(next(pages))) == 10
+        return time.perf_counter() - started
+    labels = {'%s behind the cursor' % format(args.behind, ','): behind,
+              'at the head': head}
+    runs = {label: [] for label in labels}
+    for _ in range(args.resumes):
+        for label, consume_id in labels.items():
+            runs[label].append(resume(consume_id))
+    return {label: statistics.median(r) * 1000 for label, r in runs.items()}
+
+
+def removal(driver, size, removed):
+    name = queue(driver, {'consumers_required': 1})
+    reader, = subscribe(driver, name, 1)
+    post_many(driver, name, size)
+    acknowledge(driver, name, reader, positions(driver, name)[removed - 1])
+    started = time.perf_counter()
+    done = driver.clean_queue(name, PROJECT)
+    seconds = time.perf_counter() - started
+    assert done == removed, (done, removed)
+    return seconds / removed
+
+
+def run(args):
+    with RedisServer() as redis, SwiftServer() as swift:
+        driver = make_driver(redis.url, swift)
+        rates = posting(driver, args)
+        print('post, 10 per call, %s messages: %s' % (
+            format(args.posted, ','), ', '.join(
+                '%s %.0f/s' % item for item in rates.items())))
+        base, loaded = rates.values()
+        print('ratio post throughput without / with consumers: %.2fx '
+              '(target <= 1.2)' % (base / loaded), flush=True)
+        medians = resuming(driver, args)
+        print('resume a page of 10, median ms: %s' % ', '.join(
+            '%s %.1f' % item for item in medians.items()))
+        far, head = medians.values()
+        print('ratio resume behind / at head: %.2fx (target <= 1.2)' % (
+            far / head), flush=True)
+        small = removal(driver, args.removed * 5, args.removed)
+        large = removal(driver, args.removed * 20, args.removed)
+        print('read-by-all removal of %d: %.2f ms per message from %d, '
+              '%.2f ms from %d; ratio %.2fx (O(removed): about 1)' % (
+                  args.removed, small * 1000, args.removed * 5,
+                  large * 1000, args.removed * 20, large / small))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--posted', type=int, default=300)
+    parser.add_argument('--consumers', type=int, default=100)
+    parser.add_argument('--behind', type=int, default=1000)
+    parser.add_argument('--resumes', type=int, default=30)
+    parser.add_argument('--removed', type=int, default=100)
+    parser.add_argument('--quick', action='store_true')
+    args = parser.parse_args()
+    if args.quick:
+        for name in ('posted', 'consumers', 'behind', 'resumes', 'removed'):
+            setattr(args, name, max(2, getattr(args, name) // 10))
+    run(args)
+
+
+if __name__ == '__main__':
+    main()

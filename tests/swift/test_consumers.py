@@ -1,0 +1,181 @@
+"""Persistent consumers on Swift: the version chain, expiry with the
+subscription, the read-by-all floor, lost from removed-position markers
+and bounded cleanup.
+
+The behaviour every backend shares is in tests/contract/test_consumers.py;
+these tests look at the Swift objects.
+"""
+
+import time
+import uuid
+
+from tests.contract.helpers import bodies, listed, post
+from zaqar_delay import consumers
+from zaqar_delay.drivers.swift import consumers as swift_consumers
+from zaqar_delay.drivers.swift import names
+
+A = str(uuid.UUID('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'))
+B = str(uuid.UUID('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'))
+
+
+def make_queue(driver, project, **retention):
+    metadata = {'_retention': retention} if retention else {}
+    driver.queue_controller.create('q', metadata=metadata, project=project)
+
+
+def subscribe(driver, project, consume_id, ttl=3600):
+    return driver.subscription_controller.create(
+        'q', consumers.PREFIX + consume_id, ttl, {}, project=project)
+
+
+def page(driver, project, consume_id, marker=None, limit=10):
+    pages = driver.message_controller.list(
+        'q', project=project, marker=marker, limit=limit,
+        client_uuid=uuid.UUID(consume_id))
+    return list(next(pages)), next(pages)
+
+
+def consumer(driver, project, consume_id):
+    return driver.message_controller._consumer('q', project, consume_id)[1]
+
+
+def versions(driver, project, consume_id):
+    return [e['name'] for e in driver.store.listing_all(
+        swift_consumers.container('q', project), 'v/' + consume_id + '/')]
+
+
+def message_objects(driver, project, prefix):
+    qs = driver.queue_state('q', project)
+    return [e['name'] for e in driver.store.listing_all(qs.c, prefix)]
+
+
+def test_state_is_one_version_carried_in_the_listing(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    assert versions(driver, project, A) == [
+        'v/{}/{}'.format(A, names.pos(1))]
+    update = driver.message_controller._consumer_update
+    update('q', project, A, None, 7, 0)
+    update('q', project, A, 5, None, 2)
+    # The winner of each version deletes the one it replaced.
+    assert versions(driver, project, A) == [
+        'v/{}/{}'.format(A, names.pos(3))]
+    entry = driver.store.listing(swift_consumers.container('q', project),
+                                 'v/')[0]
+    params = names.ct_params(entry['content_type'])
+    assert (params['cur'], params['h'], params['lost']) == ('5', '7', '2')
+
+
+def test_update_moves_forward_only(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    update = driver.message_controller._consumer_update
+    update('q', project, A, None, 10, 0)
+    update('q', project, A, 8, None, 1)
+    update('q', project, A, 3, 4, 1)
+    found = consumer(driver, project, A)
+    assert (found.cursor, found.handed, found.lost) == (8, 10, 2)
+
+
+def test_a_forgotten_consumer_stays_forgotten(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    driver.message_controller._consumer_forget('q', project, A)
+    driver.message_controller._consumer_update('q', project, A, 1, 1, 0)
+    assert consumer(driver, project, A) is None
+    # The newest version is a tombstone; registering again starts afresh.
+    newest = driver.store.listing(swift_consumers.container('q', project),
+                                  'v/' + A + '/', limit=1, reverse=True)[0]
+    assert names.ct_params(newest['content_type']).get('gone') == '1'
+    driver.message_controller._consumer_register('q', project, A)
+    found = consumer(driver, project, A)
+    assert (found.cursor, found.handed, found.lost) == (None, None, 0)
+
+
+def test_an_expired_subscription_is_no_consumer(driver, project):
+    make_queue(driver, project)
+    subscribe(driver, project, A, ttl=60)
+    subscribe(driver, project, B)
+    c = swift_consumers.container('q', project)
+    name = names.subscriber_obj(consumers.PREFIX + A)
+    # The subscriber entry carries the expiry the listing reads; make it
+    # past, as the wall clock would in a minute.
+    driver.store.put(c, name, b'x', content_type=names.content_type(
+        e=int(time.time()) - 1))
+    assert [x.consume_id for x in
+            driver.message_controller._consumers('q', project)[1]] == [B]
+
+
+def test_removed_positions_are_marked_only_for_queues_with_consumers(
+        driver, project):
+    make_queue(driver, project)
+    ids = post(driver, 'q', project, 'a', 'b')
+    driver.message_controller.delete('q', ids[0], project=project)
+    assert message_objects(driver, project, 'w/') == []
+    subscribe(driver, project, A)
+    _, marker = page(driver, project, A, limit=1)      # b handed
+    ids = post(driver, 'q', project, 'c', 'd')
+    driver.message_controller.delete('q', ids[0], project=project)
+    assert len(message_objects(driver, project, 'w/')) == 1
+    # c went after the last position handed to A: lost, once.
+    got, marker = page(driver, project, A, marker=marker)
+    assert bodies(got) == ['d']
+    assert consumer(driver, project, A).lost == 1
+    page(driver, project, A)
+    assert consumer(driver, project, A).lost == 1
+
+
+def test_read_by_all_is_for_good_through_the_stored_floor(driver, project):
+    make_queue(driver, project, consumers_required=1)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b')
+    got, marker = page(driver, project, A)
+    page(driver, project, A, marker=marker)
+    assert listed(driver, 'q', project) == []
+    assert message_objects(driver, project, 'k/') == [
+        names.cut_obj(int(marker) + 1)]
+    # The consumer leaves: nothing is read by all now, the floor stays.
+    driver.subscription_controller.delete('q', _sid(driver, project, A),
+                                          project=project)
+    assert listed(driver, 'q', project) == []
+    post(driver, 'q', project, 'c')
+    assert bodies(listed(driver, 'q', project)) == ['c']
+
+
+def _sid(driver, project, consume_id):
+    return driver.subscription_controller.get_with_subscriber(
+        'q', consumers.PREFIX + consume_id, project=project)['id']
+
+
+def test_cleanup_of_read_messages_is_bounded_by_the_batch(driver, project):
+    make_queue(driver, project, consumers_required=1)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, *range(30))
+    got, marker = page(driver, project, A, limit=20)
+    page(driver, project, A, marker=marker, limit=1)
+    mc = driver.message_controller
+    assert mc.clean('q', project, 5) == (5, True)
+    removed = 5
+    while True:
+        count, more = mc.clean('q', project, 5)
+        removed += count
+        if not more:
+            break
+    assert removed == 20
+    assert mc.stats('q', project)['retention']['removed'] == 20
+    assert len(message_objects(driver, project, 'p/')) == 10
+
+
+def test_lag_counts_kept_messages_after_the_cursor(driver, project):
+    make_queue(driver, project)
+    sid = subscribe(driver, project, A)
+    post(driver, 'q', project, *range(5))
+    got, marker = page(driver, project, A, limit=2)
+    page(driver, project, A, marker=marker, limit=1)
+    options = driver.subscription_controller.get('q', sid,
+                                                 project=project)['options']
+    assert (options['cursor'], options['lag']) == (marker, 3)
+    # List does not merge the report.
+    listed_subs = list(next(driver.subscription_controller.list(
+        'q', project=project)))
+    assert 'lag' not in listed_subs[0]['options']

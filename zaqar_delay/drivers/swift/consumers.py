@@ -1,0 +1,236 @@
+"""Persistent consumers on Swift (zaqar_delay/consumers.py, SPEC §5).
+
+A consumer's state lives in its queue's subscription container
+(``zd:s:<project>:<queue>``, subscriptions.py) as a chain of versions:
+
+``v/<consume_id>/<seq>``  version ``seq`` (20 digits) of the state, empty;
+                          its Content-Type carries ``cur`` (cursor),
+                          ``h`` (last position handed), ``lost`` and ``a``
+                          (last active, ms), or ``gone=1`` for a
+                          tombstone. Created with If-None-Match and
+                          read-back (connection.Store.create), so of two
+                          writers of one version only one wins: the loser
+                          reads the newest version again and reapplies its
+                          forward-only change. The winner deletes the
+                          version it replaced.
+
+``w/<position>``          (queue's message container) a message that was
+                          at this position was removed (deleted, claimed
+                          and deleted, popped, removed by retention or
+                          TTL): written by state.QueueState.remove only
+                          while the queue has consumers, kept
+                          GONE_MEMORY_S. Positions are sparse (ms *
+                          POS_PER_MS + n), so a consumer's ``lost`` counts
+                          these markers, not the gap between positions.
+
+So one container listing of ``v/`` answers ``_consumers`` with no GET,
+and an update is atomic without locks. Forgetting writes a tombstone
+version (expiring after TOMBSTONE_S): an update that read the version
+before it loses the race for the next one and then finds the tombstone,
+so a forgotten consumer stays forgotten; registering again writes a fresh
+version after it.
+
+A consumer lives as long as its subscription: the ``u/cursor:<id>`` entry
+of the subscription carries the subscription's expiry (``e``, seconds) in
+its Content-Type, read by the same round trip, so an expired subscription
+stops counting at once (Swift deletes both by X-Delete-At later).
+"""
+
+import dataclasses
+import time
+
+from zaqar_delay import consumers
+from zaqar_delay.drivers.swift import names
+
+# How long a tombstone outlives the forget: longer than any update can
+# stay between reading a version and writing the next.
+TOMBSTONE_S = 3600
+# Versions written in a row before an update gives up (one per writer
+# racing it; a consumer has one reader, so races are rare).
+ATTEMPTS = 20
+# How long a removed position is remembered for ``lost``: a consumer away
+# longer than this undercounts what it lost meanwhile.
+GONE_MEMORY_S = 7 * 86400
+
+
+def container(queue, project):
+    return names.container(names.SUBSCRIPTIONS, queue, project)
+
+
+def _version_obj(consume_id, seq):
+    return 'v/{}/{}'.format(consume_id, names.pos(seq))
+
+
+def _position(value):
+    return None if value in (None, '') else int(value)
+
+
+def _parse(entry):
+    """(consume_id, seq, params) of a ``v/`` listing entry."""
+    _, consume_id, seq = entry['name'].split('/')
+    return consume_id, int(seq), names.ct_params(entry.get('content_type'))
+
+
+def _state(consume_id, params, gone=None):
+    return Consumer(
+        consume_id=consume_id, cursor=_position(params.get('cur')),
+        handed=_position(params.get('h')), lost=int(params.get('lost', 0)),
+        last_active_ms=int(params.get('a', 0)), gone=gone)
+
+
+@dataclasses.dataclass(frozen=True)
+class Consumer(consumers.Consumer):
+    """A consumer whose lost positions are the ``w/`` markers between the
+    last one it saw and the first of its page (``gone(low, high)``)."""
+
+    gone: object = dataclasses.field(default=None, compare=False,
+                                     repr=False)
+
+    def skipped(self, start, first):
+        seen = [p for p in (start, self.handed) if p is not None]
+        if not seen or first <= max(seen) + 1 or self.gone is None:
+            return 0
+        return self.gone(max(seen), first)
+
+
+def gone_obj(position):
+    return 'w/' + names.pos(position)
+
+
+def mark_gone(qs, positions):
+    """Before removing messages from the queue of ``qs``: remember their
+    positions for its consumers' ``lost``. One listing when the queue has
+    no consumer, and nothing written."""
+    meta = qs.meta or {}
+    if not positions or 'queue' not in meta:
+        return
+    if not qs.store.listing(container(meta['queue'], meta['project']),
+                           'v/', limit=1):
+        return
+    headers = {'X-Delete-At': str(int(time.time()) + GONE_MEMORY_S)}
+    qs.store.parallel(lambda pos: qs.store.put(qs.c, gone_obj(pos),
+                                               headers=headers), positions)
+
+
+def count_gone(store, c, low, high):
+    """How many positions strictly between ``low`` and ``high`` lost their
+    message for a consumer whose page from ``low`` began at ``high``: the
+    removed ones (``w/``) and those still stored that the page passed over
+    (no longer kept by retention, expired). One listing request per 10,000
+    of each."""
+    removed, stored = store.parallel(lambda prefix: store.listing_all(
+        c, prefix, marker=prefix + names.pos(low),
+        end_marker=prefix + names.pos(high)), ['w/', 'p/'])
+    return len({e['name'][2:] for e in removed + stored})
+
+
+class Consumers:
+    """The six consumer primitives of one driver's message controller."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.store = driver.store
+
+    def _newest(self, c, consume_id):
+        """(seq, params) of the newest version, (0, None) if none."""
+        found = self.store.listing(c, 'v/{}/'.format(consume_id), limit=1,
+                                   reverse=True)
+        if not found:
+            return 0, None
+        _, seq, params = _parse(found[0])
+        return seq, params
+
+    def _write(self, c, consume_id, change):
+        """Write the version after the newest one, ``change(params)``
+        giving its parameters (None: write nothing); retried on a lost
+        race. Returns True when a version was written."""
+        for _ in range(ATTEMPTS):
+            seq, params = self._newest(c, consume_id)
+            wanted = change(params)
+            if wanted is None:
+                return False
+            headers = None
+            if wanted.get('gone'):
+                headers = {'X-Delete-At': str(int(time.time())
+                                              + TOMBSTONE_S)}
+            if self.store.create(c, _version_obj(consume_id, seq + 1),
+                                 content_type=names.content_type(**wanted),
+                                 headers=headers):
+                if seq:
+                    self.store.delete(c, _version_obj(consume_id, seq))
+                return True
+        raise RuntimeError('consumer {} in {}: {} writers raced'.format(
+            consume_id, c, ATTEMPTS))
+
+    def _gone(self, queue, project):
+        c = names.container(names.MESSAGES, queue, project)
+        return lambda low, high: count_gone(self.store, c, low, high)
+
+    def one(self, queue, project, consume_id):
+        now, found = self.all(queue, project)
+        found = [c for c in found if c.consume_id == consume_id]
+        return now, (found[0] if found else None)
+
+    def all(self, queue, project):
+        """(now ms, live consumers): one round trip of two listings."""
+        c = container(queue, project)
+        versions, subscribed = self.store.parallel(lambda read: read(), [
+            lambda: self.store.listing_all(c, 'v/'),
+            lambda: self.store.listing_all(
+                c, names.subscriber_obj(consumers.PREFIX))])
+        now = self.driver.now_ms()
+        # Subscriptions expire by the wall clock, as subscriptions.py.
+        wall = int(time.time())
+        live = set()
+        for entry in subscribed:
+            expires = names.ct_params(entry.get('content_type')).get('e')
+            if expires is None or int(expires) > wall:
+                live.add(names.parse_subscription(entry['name'])[
+                    len(consumers.PREFIX):])
+        newest = {}
+        for entry in versions:
+            consume_id, seq, params = _parse(entry)
+            if seq > newest.get(consume_id, (0, None))[0]:
+                newest[consume_id] = (seq, params)
+        gone = self._gone(queue, project)
+        return now, [_state(cid, params, gone)
+                     for cid, (_, params) in sorted(newest.items())
+                     if cid in live and not params.get('gone')]
+
+    def register(self, queue, project, consume_id):
+        now = self.driver.now_ms()
+
+        def fresh(params):
+            if params is not None and not params.get('gone'):
+                return None
+            return {'lost': 0, 'a': now}
+
+        self._write(container(queue, project), consume_id, fresh)
+
+    def forget(self, queue, project, consume_id):
+        def tombstone(params):
+            if params is None or params.get('gone'):
+                return None
+            return {'gone': 1}
+
+        self._write(container(queue, project), consume_id, tombstone)
+
+    def update(self, queue, project, consume_id, ack, handed, lost):
+        now = self.driver.now_ms()
+
+        def forward(params):
+            if params is None or params.get('gone'):
+                return None
+            state = _state(consume_id, params)
+            return {'cur': _max(state.cursor, ack),
+                    'h': _max(state.handed, handed),
+                    'lost': state.lost + lost,
+                    'a': max(now, state.last_active_ms)}
+
+        self._write(container(queue, project), consume_id, forward)
+
+
+def _max(stored, new):
+    if new is None:
+        return stored
+    return new if stored is None else max(stored, new)
