@@ -277,13 +277,15 @@ class MessageController(controller.MessageController):
                               handed, lost)
 
     def _count_after(self, queue, project, position, retention):
+        # Counted on the position index from the cursor on: the lag,
+        # never what the consumer already acknowledged.
         now = self.driver.now()
-        query = queries.live(queue, project, now)
+        where = queries.live(queue, project, now).filter
         if position is not None:
-            query.filter[f.POSITION] = {'$gt': position}
+            where[f.POSITION] = {'$gt': position}
         kept_by.window(self.driver, queue, project, retention,
-                       now).restrict(query.filter, held=True)
-        return self._messages.count_documents(query.filter)
+                       now).restrict(where, held=True)
+        return self._messages.count_documents(where, hint='zd_position')
 
     def _clean(self, queue, project, retention, batch):
         now = self.driver.now()
