@@ -138,6 +138,37 @@ def clean_rounds(driver, queue, project, rounds, batch=7):
     return removed
 
 
+def consumer_updates(driver, queue, project, consume_id, acks):
+    """Update one persistent consumer once per value of ``acks`` (as
+    cursor and handed, one lost each); how many updates were sent."""
+    for ack in acks:
+        driver.message_controller._consumer_update(queue, project,
+                                                   consume_id, ack, ack, 1)
+    return len(acks)
+
+
+def read_feed(driver, queue, project, consume_id, total, rounds=20000):
+    """List as persistent consumer ``consume_id``, acknowledging each
+    page with the next listing, until ``total`` messages were handed to
+    it, then acknowledge the last page; the ids in the order got."""
+    got, marker = [], None
+    for _ in range(rounds):
+        pages = driver.message_controller.list(
+            queue, project=project, marker=marker, limit=5,
+            client_uuid=consume_id)
+        page = list(next(pages))
+        marker = next(pages)
+        got += [message['id'] for message in page]
+        if len(got) >= total:
+            break
+        if not page:
+            time.sleep(0.001)
+    next(driver.message_controller.list(queue, project=project,
+                                        marker=marker, limit=1,
+                                        client_uuid=consume_id))
+    return got
+
+
 def move_when_free(driver, queue, project, group, target, tries=2000):
     """Move ``group`` to ``target`` once its head is not claimed; the
     number moved (None if it never got the chance)."""

@@ -104,6 +104,7 @@ MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
 GROUP_CURSOR = 'gr'
 REMOVED = 'rm'
 LENGTH_FLOOR = 'lf'
+READ_FLOOR = 'rf'
 ENDED = 'x'
 
 ASC = pymongo.ASCENDING

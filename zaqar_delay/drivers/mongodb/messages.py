@@ -14,6 +14,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
@@ -254,25 +255,37 @@ class MessageController(controller.MessageController):
                                                         project)
         return stats
 
-    # issue 11: placeholders, replaced by the backend work.
+    # Persistent consumers: state in the subscription (consumers.py).
     def _consumer(self, queue, project, consume_id):
-        raise NotImplementedError('issue 11')
+        return consumer_state.one(self.driver, queue, project, consume_id)
 
     def _consumers(self, queue, project):
-        raise NotImplementedError('issue 11')
+        return consumer_state.every(self.driver, queue, project)
 
     def _consumer_register(self, queue, project, consume_id):
-        raise NotImplementedError('issue 11')
+        # The state is created with the subscription document it lives
+        # in (subscriptions.create); register_consumer only validates.
+        pass
 
     def _consumer_forget(self, queue, project, consume_id):
-        raise NotImplementedError('issue 11')
+        # The state goes with its subscription document.
+        pass
 
     def _consumer_update(self, queue, project, consume_id, ack, handed,
                          lost):
-        raise NotImplementedError('issue 11')
+        consumer_state.update(self.driver, queue, project, consume_id, ack,
+                              handed, lost)
 
     def _count_after(self, queue, project, position, retention):
-        raise NotImplementedError('issue 11')
+        # Counted on the position index from the cursor on: the lag,
+        # never what the consumer already acknowledged.
+        now = self.driver.now()
+        where = queries.live(queue, project, now).filter
+        if position is not None:
+            where[f.POSITION] = {'$gt': position}
+        kept_by.window(self.driver, queue, project, retention,
+                       now).restrict(where, held=True)
+        return self._messages.count_documents(where, hint='zd_position')
 
     def _clean(self, queue, project, retention, batch):
         now = self.driver.now()

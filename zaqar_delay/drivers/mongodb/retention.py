@@ -47,6 +47,7 @@ group repair, as for every other removal).
 
 import dataclasses
 
+from zaqar_delay import retention as rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
@@ -110,14 +111,42 @@ EVERYTHING = Window()
 
 def window(driver, queue, project, retention, now):
     """The :class:`Window` of ``queue`` at ``now`` under ``retention``."""
-    if not retention.active:
+    reads = (retention.policy == rules.CLEANUP
+             and retention.consumers_required is not None)
+    if not retention.active and not reads:
         return EVERYTHING
     created_after = now - retention.time_ms if retention.time_ms else None
     position_from = None
     if retention.kept_length:
         position_from = _cutoff(driver, queue, project,
                                 retention.kept_length, created_after, now)
+    if reads:
+        floor = _read_floor(driver, queue, project, retention.read_cut)
+        if floor is not None and (position_from is None
+                                  or floor >= position_from):
+            position_from = floor + 1
     return Window(created_after, position_from)
+
+
+def _read_floor(driver, queue, project, cut):
+    """The highest read-by-all cut ever applied to the queue (``rf``,
+    raised with ``$max``), ``cut`` included, or None: a message read by
+    all stays gone when the cut later falls (a consumer goes idle or
+    leaves). ``cut`` is capped at the queue's last position, so READ_ALL
+    covers what is there now, never what is posted later."""
+    where = f.queue_filter(queue, project)
+    counter = driver.counters.find_one(where, {'n': True,
+                                               f.READ_FLOOR: True})
+    if counter is None:
+        return None
+    floor = counter.get(f.READ_FLOOR)
+    if cut is not None:
+        cut = min(cut, counter['n'])
+        if floor is None or cut > floor:
+            driver.counters.update_one(where,
+                                       {'$max': {f.READ_FLOOR: cut}})
+            floor = cut
+    return floor
 
 
 def _cutoff(driver, queue, project, length, created_after, now):

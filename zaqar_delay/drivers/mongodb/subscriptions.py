@@ -17,6 +17,9 @@ from pymongo import errors as mongo_errors
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
+from zaqar_delay import consumers
+from zaqar_delay.drivers.mongodb import consumers as consumer_state
+
 
 class SubscriptionController(storage.Subscription):
 
@@ -64,9 +67,20 @@ class SubscriptionController(storage.Subscription):
                                _id=str(subscription_id))
         if found is None:
             raise storage_errors.SubscriptionDoesNotExist(subscription_id)
+        # A persistent consumer's state shows in its options (get only:
+        # the lag is a count).
+        consume_id = consumers.consume_id_of(found['subscriber'])
+        if consume_id is not None:
+            report = self.driver.message_controller.consumer_report(
+                queue, project, consume_id)
+            if report is not None:
+                found['options'] = dict(found['options'], **report)
         return found
 
     def create(self, queue, subscriber, ttl, options, project=None):
+        # First: a malformed cursor: subscriber is refused, nothing stored.
+        self.driver.message_controller.register_consumer(queue, project,
+                                                         subscriber)
         now = self.driver.now()
         # An expired subscription frees its subscriber URI at once.
         self._subs.delete_many(self._where(queue, project, u=subscriber,
@@ -75,6 +89,8 @@ class SubscriptionController(storage.Subscription):
         doc = self._where(queue, project, _id=subscription_id, u=subscriber,
                           o=json.dumps(options), c=False, k=bson.ObjectId())
         doc.update(_expiry(now, ttl))
+        # An expired subscription's consumer state went with it above.
+        doc.update(consumer_state.fresh(subscriber, now))
         try:
             self._subs.insert_one(doc)
         except mongo_errors.DuplicateKeyError:
@@ -84,12 +100,19 @@ class SubscriptionController(storage.Subscription):
     def update(self, queue, subscription_id, project=None, **kwargs):
         now = self.driver.now()
         current = self.get(queue, subscription_id, project)
-        changes = {}
+        changes, reset = {}, {}
         subscriber = kwargs.get('subscriber')
         if subscriber and subscriber != current['subscriber']:
+            # As create: a malformed cursor: subscriber changes nothing.
+            self.driver.message_controller.register_consumer(
+                queue, project, subscriber)
             self._subs.delete_many(self._where(
                 queue, project, u=subscriber, e={'$lte': now}))
             changes['u'] = subscriber
+            # The new consumer starts afresh; the old one's state goes.
+            changes.update(consumer_state.fresh(subscriber, now))
+            reset = {field: '' for field in consumer_state.STATE
+                     + (consumer_state.ACTIVE,) if field not in changes}
         if kwargs.get('options') is not None:
             changes['o'] = json.dumps(kwargs['options'])
         if kwargs.get('ttl') is not None:
@@ -99,7 +122,8 @@ class SubscriptionController(storage.Subscription):
         try:
             self._subs.update_one(
                 self._where(queue, project, _id=str(subscription_id)),
-                {'$set': changes})
+                dict({'$set': changes}, **({'$unset': reset} if reset
+                                           else {})))
         except mongo_errors.DuplicateKeyError:
             raise storage_errors.SubscriptionAlreadyExists()
 

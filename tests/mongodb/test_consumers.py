@@ -1,0 +1,196 @@
+"""Persistent consumers on MongoDB (issue 11): the layout (state in the
+subscription document, the read-by-all floor in the counter), updates
+under concurrency, expiry with the subscription, and read-by-all while
+a producer, two consumers and a cleaner run (threads on mongomock,
+processes on a real server)."""
+
+import uuid
+
+import pytest
+
+from tests.contract.helpers import bodies, listed, post
+from tests.contract.test_retention import operator
+from tests.mongodb import workers
+from tests.mongodb.test_races import before_call
+from zaqar_delay import consumers
+from zaqar_delay.drivers.mongodb import consumers as consumer_state
+from zaqar_delay.drivers.mongodb import fields
+
+
+def subscribe(driver, queue, project, consume_id=None, ttl=3600):
+    consume_id = str(consume_id or uuid.uuid4())
+    sid = driver.subscription_controller.create(
+        queue, consumers.PREFIX + consume_id, ttl, {}, project=project)
+    assert sid
+    return consume_id, sid
+
+
+def page(driver, queue, project, consume_id, marker=None, limit=10):
+    pages = driver.message_controller.list(
+        queue, project=project, marker=marker, limit=limit,
+        client_uuid=consume_id)
+    return list(next(pages)), next(pages)
+
+
+def counter(driver, queue, project):
+    return driver.counters.find_one(fields.queue_filter(queue, project))
+
+
+def test_state_lives_in_the_subscription_document(driver, make_queue,
+                                                  project, clock):
+    queue = make_queue()
+    consume_id, sid = subscribe(driver, queue, project)
+    doc = driver.subscriptions.find_one({'_id': sid})
+    assert doc[consumer_state.ACTIVE] == driver.now()
+    assert not set(consumer_state.STATE) & set(doc)
+    post(driver, queue, project, 'a', 'b', 'c')
+    clock.advance(5)
+    got, marker = page(driver, queue, project, consume_id, limit=2)
+    page(driver, queue, project, consume_id, marker)
+    doc = driver.subscriptions.find_one({'_id': sid})
+    positions = [m.position for m in listed(driver, queue, project)]
+    assert doc[consumer_state.CURSOR] == got[-1].position == int(marker)
+    assert doc[consumer_state.HANDED] == positions[-1]
+    assert doc[consumer_state.ACTIVE] == driver.now()
+    assert doc.get(consumer_state.LOST, 0) == 0
+
+
+def test_changing_the_subscriber_resets_the_state(driver, make_queue,
+                                                  project):
+    queue = make_queue()
+    consume_id, sid = subscribe(driver, queue, project)
+    post(driver, queue, project, 'a')
+    _, marker = page(driver, queue, project, consume_id)
+    page(driver, queue, project, consume_id, marker)
+    other = str(uuid.uuid4())
+    driver.subscription_controller.update(
+        queue, sid, project=project, subscriber=consumers.PREFIX + other)
+    doc = driver.subscriptions.find_one({'_id': sid})
+    assert not set(consumer_state.STATE) & set(doc)
+    state = driver.message_controller.list_consumers(queue, project)[1]
+    assert [(c.consume_id, c.cursor, c.handed) for c in state] == [
+        (other, None, None)]
+
+
+def test_the_consumer_expires_with_its_subscription(driver, make_queue,
+                                                    project, clock):
+    queue = make_queue({'_retention': {'consumers_required': 1}})
+    consume_id, _ = subscribe(driver, queue, project, ttl=10)
+    post(driver, queue, project, 'a', 'b')
+    _, marker = page(driver, queue, project, consume_id, limit=1)
+    clock.advance(11)
+    assert driver.message_controller.list_consumers(queue, project)[1] == []
+    # Not a consumer any more: its Client-ID lists as any client's (from
+    # the start, not after its cursor), and its acknowledgement removes
+    # nothing.
+    got, _ = page(driver, queue, project, consume_id)
+    assert bodies(got) == ['a', 'b']
+    assert bodies(listed(driver, queue, project)) == ['a', 'b']
+    # Subscribing again (the expired subscription frees its URI) starts
+    # afresh.
+    subscribe(driver, queue, project, consume_id)
+    found = driver.message_controller.list_consumers(queue, project)[1]
+    assert [(c.cursor, c.handed, c.lost) for c in found] == [(None, None,
+                                                              0)]
+
+
+def test_an_update_racing_a_delete_does_not_bring_the_consumer_back(
+        driver, make_queue, project, monkeypatch):
+    queue = make_queue()
+    consume_id, sid = subscribe(driver, queue, project)
+    post(driver, queue, project, 'a')
+
+    def unsubscribe():
+        driver.subscription_controller.delete(queue, sid, project=project)
+
+    fired = before_call(monkeypatch, driver.subscriptions, 'update_one',
+                        unsubscribe)
+    driver.message_controller._consumer_update(queue, project, consume_id,
+                                               None, 5, 0)
+    assert fired
+    assert driver.subscriptions.find_one({'_id': sid}) is None
+    assert driver.message_controller.list_consumers(queue, project)[1] == []
+
+
+@pytest.mark.usefixtures('busy_switching')
+def test_concurrent_updates_only_move_forward_and_add_up(driver, make_queue,
+                                                         project, real):
+    queue = make_queue()
+    consume_id, _ = subscribe(driver, queue, project)
+    # Each worker sends its values out of order; the highest wins.
+    jobs = [('consumer_updates',
+             (queue, project, consume_id,
+              list(range(w, 200, 4))[::-1 if w % 2 else 1]))
+            for w in range(4)]
+    sent = sum(workers.run_mixed(jobs, driver, real))
+    found = driver.message_controller.list_consumers(queue, project)[1]
+    assert [(c.cursor, c.handed, c.lost) for c in found] == [(199, 199,
+                                                              sent)]
+
+
+@operator(consumers_required=0)
+def test_read_all_never_covers_later_posts(driver, make_queue, project):
+    queue = make_queue()
+    post(driver, queue, project, 'a', 'b')
+    assert bodies(listed(driver, queue, project)) == []
+    last = counter(driver, queue, project)['n']
+    assert counter(driver, queue, project)[fields.READ_FLOOR] == last
+    consume_id, _ = subscribe(driver, queue, project)
+    post(driver, queue, project, 'c')
+    got, _ = page(driver, queue, project, consume_id)
+    assert bodies(got) == ['c']
+    assert counter(driver, queue, project)[fields.READ_FLOOR] == last
+
+
+@operator(consumers_required=1)
+def test_cleanup_removes_what_all_read_in_bounded_batches(
+        driver, make_queue, project):
+    queue = make_queue()
+    consume_id, _ = subscribe(driver, queue, project)
+    post(driver, queue, project, *range(12))
+    _, marker = page(driver, queue, project, consume_id, limit=10)
+    page(driver, queue, project, consume_id, marker, limit=1)
+    counts = []
+    while True:
+        removed, more = driver.message_controller.clean(queue, project, 4)
+        counts.append(removed)
+        if not more:
+            break
+    # A page's read settles one batch first: what is left goes 4 by 4.
+    assert all(count <= 4 for count in counts) and len(counts) >= 2
+    assert driver.messages.raw.count_documents(
+        fields.queue_filter(queue, project)) == 2
+    stats = driver.message_controller.stats(queue, project)
+    assert stats['retention']['removed'] == 10
+
+
+@pytest.mark.usefixtures('busy_switching')
+def test_read_by_all_with_a_producer_two_consumers_and_a_cleaner(
+        driver, make_queue, project, real):
+    # One producer: two posts running at once may store their positions
+    # out of order (docs/mongodb.md, "Ordering across concurrent
+    # posters"), and a consumer whose cursor passed the later post's
+    # messages would skip the earlier one's: a known gap, not tested here.
+    queue = make_queue({'_retention': {'consumers_required': 2}})
+    first, _ = subscribe(driver, queue, project)
+    second, _ = subscribe(driver, queue, project)
+    jobs = [('produce', (queue, project, 120)),
+            ('read_feed', (queue, project, first, 120)),
+            ('read_feed', (queue, project, second, 120)),
+            ('clean_rounds', (queue, project, 120, 5))]
+    results = workers.run_mixed(jobs, driver, real)
+    posted = results[0]
+    # No message was removed before both acknowledged it: each got all
+    # of them once and lost none.
+    for got in results[1:3]:
+        assert sorted(got) == sorted(posted) and len(got) == len(posted)
+    found = driver.message_controller.list_consumers(queue, project)[1]
+    assert [c.lost for c in found] == [0, 0]
+    # None is returned after: both acknowledged everything.
+    assert bodies(listed(driver, queue, project, include_claimed=True,
+                         include_delayed=True)) == []
+    driver.message_controller.clean(queue, project, 1000)
+    assert driver.messages.raw.count_documents(
+        fields.queue_filter(queue, project)) == 0
+    assert driver.message_controller.stats(
+        queue, project)['retention']['removed'] == len(posted)

@@ -1,0 +1,85 @@
+"""Persistent consumers on MongoDB (SPEC §5, zaqar_delay/consumers.py).
+
+A consumer's state lives in its subscription's document (subscriber
+``cursor:<consume_id>``, subscriptions.py), so it goes with the
+subscription, expiry included (reads filter on ``e``, as every
+subscription read does), and the unique ``{p, s, u}`` index keeps one per
+consume_id and queue. Fields, absent until first set:
+
+======  ==============================================================
+``ck``  cursor: last acknowledged position
+``ch``  handed: last position handed to the consumer
+``cl``  lost: positions skipped because their message went
+``ca``  last active, epoch ms (store clock); set when created
+======  ==============================================================
+
+An update is one ``update_one`` with ``$max`` (cursor, handed only move
+forward, whoever writes last), ``$inc`` and ``$set`` on the live
+subscription, without upsert: a consumer forgotten meanwhile stays
+forgotten. Listing a queue's consumers is one read of the ``{p, s, u}``
+index from the ``cursor:`` prefix.
+"""
+
+import re
+
+from zaqar_delay import consumers
+
+CURSOR, HANDED, LOST, ACTIVE = 'ck', 'ch', 'cl', 'ca'
+# The fields a change of subscriber resets: the new consumer starts afresh.
+STATE = (CURSOR, HANDED, LOST)
+
+_ANY = {'$regex': '^' + re.escape(consumers.PREFIX)}
+
+
+def _where(queue, project, now, subscriber):
+    return {'p': project, 's': queue, 'u': subscriber, 'e': {'$gt': now}}
+
+
+def _consumer(doc):
+    return consumers.Consumer(
+        consume_id=doc['u'][len(consumers.PREFIX):],
+        cursor=doc.get(CURSOR), handed=doc.get(HANDED),
+        lost=doc.get(LOST, 0), last_active_ms=doc.get(ACTIVE, 0))
+
+
+def _fields():
+    return {'u': True, CURSOR: True, HANDED: True, LOST: True,
+            ACTIVE: True, '_id': False}
+
+
+def one(driver, queue, project, consume_id):
+    now = driver.now()
+    doc = driver.subscriptions.find_one(
+        _where(queue, project, now, consumers.PREFIX + consume_id),
+        _fields())
+    return now, None if doc is None else _consumer(doc)
+
+
+def every(driver, queue, project):
+    now = driver.now()
+    docs = driver.subscriptions.find(
+        _where(queue, project, now, _ANY), _fields(), [('u', 1)], 0,
+        'zd_sub_subscriber')
+    return now, [_consumer(doc) for doc in docs]
+
+
+def update(driver, queue, project, consume_id, ack, handed, lost):
+    now = driver.now()
+    change = {'$set': {ACTIVE: now}}
+    forward = {}
+    if ack is not None:
+        forward[CURSOR] = ack
+    if handed is not None:
+        forward[HANDED] = handed
+    if forward:
+        change['$max'] = forward
+    if lost:
+        change['$inc'] = {LOST: lost}
+    driver.subscriptions.update_one(
+        _where(queue, project, now, consumers.PREFIX + consume_id), change)
+
+
+def fresh(subscriber, now):
+    """The consumer fields a subscription document with ``subscriber``
+    starts with (none for other schemes)."""
+    return {ACTIVE: now} if consumers.consume_id_of(subscriber) else {}
