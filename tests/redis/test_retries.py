@@ -7,10 +7,14 @@ then runs it again. Optionally something happens in between, as another
 consumer's work would.
 """
 
+import logging
+
 import pytest
 import redis as redis_py
 
 from tests.contract.helpers import claim, listed, post
+from tests.factories import redis as factories_redis
+from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
 
@@ -269,3 +273,21 @@ def test_a_redis_loading_for_too_long_is_a_storage_error(driver, conf,
     from zaqar_delay import errors
     with pytest.raises(errors.BackendUnavailable, match='LOADING'):
         driver.message_controller.pop('q', 2, project=project)
+
+
+def test_the_default_retry_span_stays_below_the_shortest_ttl(driver):
+    # README: (3 + 1) x 5 s + 0.2 x (1 + 2 + 4) s + 15 s + 10 s.
+    assert driver.retry_span_ms == 46400
+    assert driver.retry_span_ms < redis_driver.SHORTEST_TTL_MS
+
+
+def test_a_retry_span_reaching_the_shortest_ttl_is_warned(
+        request, conf, caplog):
+    conf.set_override('loading_wait', 30.0,
+                      group='drivers:message_store:delay.redis')
+    with caplog.at_level(logging.WARNING):
+        slow = factories_redis.make_driver(request, conf)
+    slow.close()
+    assert slow.retry_span_ms == 61400
+    assert any('reaches Zaqar\'s shortest message ttl (60 s)'
+               in record.getMessage() for record in caplog.records)

@@ -43,13 +43,17 @@ reconnect_sleep = cfg.FloatOpt(
          'each further attempt.')
 
 loading_wait = cfg.FloatOpt(
-    'loading_wait', default=30.0, min=0.0, max=600.0,
+    'loading_wait', default=15.0, min=0.0, max=600.0,
     help='Seconds an operation keeps waiting, beyond its reconnect '
          'attempts, for a Redis that answers LOADING while it reads its '
          'data set back after a restart (it runs no command meanwhile). '
          'Without this wait, a pop whose reply was lost just before the '
          'restart would fail with a 503 after its messages were taken; '
-         'with it, the retry gets the batch once Redis is back.')
+         'with it, the retry gets the batch once Redis is back. It is part '
+         'of the retry span ((max_reconnect_attempts + 1) x socket_timeout '
+         '+ the reconnect sleeps + loading_wait + 10 s), which must stay '
+         'below 60 s, Zaqar\'s shortest message ttl (the driver logs a '
+         'warning otherwise): 46.4 s with the defaults.')
 
 deleted_id_memory = cfg.IntOpt(
     'deleted_id_memory', default=900, min=60, max=86400,

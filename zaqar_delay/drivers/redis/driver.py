@@ -27,6 +27,10 @@ GC_OUTBOX_AGE_MS = 60 * 1000
 # Added to the computed retry span: a retry's request may sit in the
 # socket's send buffer, or in Redis' queue behind a slow script.
 RETRY_MARGIN_MS = 10 * 1000
+# Zaqar's shortest message ttl. Expired ids are not remembered, so a post
+# retried after its messages expired would store them again: the retry
+# span must stay below this.
+SHORTEST_TTL_MS = 60 * 1000
 
 
 class DataDriver(base.DataDriver):
@@ -86,6 +90,15 @@ class DataDriver(base.DataDriver):
                 '[{}] replica_ack_timeout = {} must be below socket_timeout '
                 '= {}'.format(redis_conf.GROUP_NAME, store.replica_ack_timeout,
                               store.socket_timeout))
+        if self.retry_span_ms >= SHORTEST_TTL_MS:
+            LOG.warning(
+                'The retry span of [%s] (%.1f s: (max_reconnect_attempts + '
+                '1) x socket_timeout + reconnect sleeps + loading_wait + '
+                '%d s) reaches Zaqar\'s shortest message ttl (%d s): a post '
+                'retried after its messages expired would store them '
+                'again. Lower those options.', redis_conf.GROUP_NAME,
+                self.retry_span_ms / 1000, RETRY_MARGIN_MS // 1000,
+                SHORTEST_TTL_MS // 1000)
 
     def run_script(self, name, queue, project, *args, client=None):
         run = functools.partial(self.scripts.run, name, queue, project,
