@@ -239,8 +239,8 @@ def test_cleanup_removes_a_backlog_in_bounded_counted_batches(
         return result
 
     monkeypatch.setattr(driver.message_controller, '_run', recording)
-    driver.conf.set_override('tuples_per_iteration', BATCH,
-                             group='retention')
+    # With the default tuples_per_iteration (1000): one cleanup batch, but
+    # no script call removes more than BATCH.
     assert driver.clean_queue('q', project) == 1000
     assert max(steps) == BATCH and sum(steps) == 1000
     assert removed(driver, project) == 1000

@@ -15,6 +15,10 @@ from zaqar_delay.drivers.redis import wire
 # Ids purged per purge.lua call when a queue is deleted (each script call
 # stays short; see lua/_common.lua on bounded work).
 PURGE_BATCH = 100
+# Messages clean.lua removes per call: a cleanup batch of
+# tuples_per_iteration (1000 by default) is several calls, so no one call
+# keeps Redis from other tenants longer than any other script.
+CLEAN_SCRIPT_BATCH = 100
 
 _DELETE_ERRORS = {
     1: storage_errors.MessageNotClaimed,
@@ -161,9 +165,14 @@ class MessageController(controller.MessageController):
             # Nothing to remove by retention: no store call at all, so gc
             # costs queues without retention nothing more.
             return 0, False
-        removed, more = self._run('clean', queue, project, *args, batch,
-                                  self.driver.deleted_id_memory_ms)
-        return removed, bool(more)
+        removed = 0
+        while True:
+            step = min(CLEAN_SCRIPT_BATCH, batch - removed)
+            done, more = self._run('clean', queue, project, *args, step,
+                                   self.driver.deleted_id_memory_ms)
+            removed += done
+            if not more or removed >= batch:
+                return removed, bool(more)
 
     def _groups(self, queue, project, marker, limit):
         flat = self._run('groups', queue, project, marker or '', limit,
