@@ -22,7 +22,8 @@ from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import bodies, claim, listed, post
 from tests.contract.test_retention import (
-    assert_reads, clean_all, operator, post_each, removed)
+    assert_named, assert_reads, clean_all, operator, post_each, removed,
+    through_pipeline)
 from zaqar_delay import consumers
 from zaqar_delay import errors
 
@@ -477,6 +478,21 @@ def test_a_tenant_may_tighten_consumers_required(driver, make_queue,
     reader.page(limit=1)
     reader.page(str(positions(driver, queue, project)['a']))
     assert_reads(driver, queue, project, posted, ['b'])
+
+
+@operator(consumers_required=5)
+@pytest.mark.parametrize('loosened', [6, 1000])
+def test_a_tenant_may_not_loosen_consumers_required(driver, project,
+                                                    loosened):
+    # Tried: requiring more consumers than the operator does, which would
+    # keep messages longer (a tenant may only lower it, down to 0).
+    queues = through_pipeline(driver)
+    with pytest.raises(errors.InvalidInput) as raised:
+        queues.create('q', metadata={'_retention': {
+            'consumers_required': loosened}}, project=project)
+    assert_named(raised.value, ['_retention.consumers_required',
+                                str(loosened), '5'])
+    assert not queues.exists('q', project=project)
 
 
 def test_without_consumers_required_consumers_remove_nothing(

@@ -99,6 +99,23 @@ def test_stats_count_delayed_messages_apart(driver, make_queue, project,
     assert (counts['delayed'], counts['free']) == (0, 3)
 
 
+def test_stats_oldest_and_newest_cover_delayed_messages_but_first_does_not(
+        driver, make_queue, project, clock):
+    # README and api-ref (stats): oldest/newest are of every stored
+    # message, as in Zaqar; first() is the oldest due one.
+    queue = make_queue(DELAYED)
+    delayed_first, = post(driver, queue, project, 'd1')
+    clock.advance(1)
+    ready, = post(driver, queue, project, 'r', delay=0)
+    clock.advance(1)
+    delayed_last, = post(driver, queue, project, 'd2')
+    counts = stats(driver, queue, project)
+    assert counts['oldest']['id'] == delayed_first
+    assert counts['newest']['id'] == delayed_last
+    assert driver.message_controller.first(queue, project, 1)['id'] == ready
+    assert driver.message_controller.first(queue, project, -1)['id'] == ready
+
+
 BAD_DELAYS = [-1, 901, True, False, 1.5, '5', None, [5], {'s': 5}]
 
 

@@ -65,6 +65,41 @@ def test_each_operation_waits_for_the_replica(pair, redis_url, project):
     driver.close()
 
 
+def wait_calls(server):
+    stats = redis_py.Redis(port=server.port).info('commandstats')
+    return stats.get('cmdstat_wait', {}).get('calls', 0)
+
+
+def test_every_kind_of_operation_ends_with_a_wait(pair, redis_url, project):
+    # Equal master and replica states above could hold on loopback without
+    # any WAIT: count the WAITs Redis ran, one per acknowledged operation.
+    master, _ = pair
+    driver = make_driver(master, redis_url, replica_acks=1,
+                         replica_ack_timeout=4.0)
+    messages = driver.message_controller
+    claims = driver.claim_controller
+    driver.queue_controller.create('q', project=project)
+    operations = [
+        lambda: post(driver, 'q', project, 'a', 'b', 'c', 'd'),
+        lambda: claim(driver, 'q', project, limit=1),
+        lambda: claims.update('q', claimed[0], {'ttl': 120, 'grace': 60},
+                              project=project),
+        lambda: claims.delete('q', claimed[0], project=project),
+        lambda: messages.pop('q', 1, project=project),
+        lambda: messages.bulk_delete('q', [ids[-1]], project=project),
+    ]
+    claimed, ids = [], []
+    for number, operation in enumerate(operations, start=1):
+        before = wait_calls(master)
+        result = operation()
+        if number == 1:
+            ids.extend(result)
+        if number == 2:
+            claimed.append(result[0])
+        assert wait_calls(master) == before + 1, number
+    driver.close()
+
+
 def test_an_unconfirmed_write_is_acknowledged_with_a_warning(
         pair, redis_url, project, caplog):
     master, replica = pair
