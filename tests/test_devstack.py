@@ -136,7 +136,7 @@ def test_post_config_points_zaqar_at_our_driver(devstack, backend, section):
     assert dict(conf['drivers:message_store:' + store]) == section
     assert conf['transport']['max_message_delay'] == '900'
     assert conf['transport']['subscriber_types'] == \
-        'http,https,mailto,trust+http,trust+https'
+        'http,https,mailto,trust+http,trust+https,cursor'
     # Zaqar's management store and the rest of its file are left alone.
     assert conf['drivers']['management_store'] == 'mongodb'
     assert conf['drivers:management_store:mongodb']['database'] == \

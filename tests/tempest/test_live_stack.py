@@ -25,6 +25,9 @@ password = {password}
 project_name = admin
 user_domain_id = default
 project_domain_id = default
+
+[transport]
+subscriber_types = http,https,mailto,trust+http,trust+https,cursor
 """
 
 

@@ -86,6 +86,36 @@ class NegativeTest(base.ZaqarDelayTest):
                             {'_message_group_key': 'cart',
                              '_enable_encrypt_messages': True})
 
+    @decorators.idempotent_id('3c0f7d2e-9a41-4b8e-b6d5-17e2f4a9c081')
+    @decorators.attr(type=['negative'])
+    def test_malformed_retention_refused_at_put(self):
+        # A tenant's _retention may only tighten what the operator set;
+        # these are malformed under any operator settings.
+        name = data_utils.rand_name('zd-refused')
+        for bad, named in (('x', "'x'"), ({'time': -1}, '-1'),
+                           ({'length': 1.5}, '1.5'),
+                           ({'policy': 'sometimes'}, "'sometimes'"),
+                           ({'bogus': 1}, "'bogus'")):
+            error = self.assert_refused(
+                '_retention', self.client.create_queue_with_metadata,
+                name, {'_retention': bad})
+            self.assertIn(named, error.resp_body['description'])
+
+    @decorators.idempotent_id('9d84e0a3-5c6b-4f17-8e2a-c41b7d093f6e')
+    @decorators.attr(type=['negative'])
+    def test_cursor_subscriber_that_is_not_a_client_id(self):
+        # Needs "cursor" in the cloud's [transport] subscriber_types (the
+        # devstack plugin adds it), else Zaqar refuses the scheme itself.
+        queue = self.make_queue()
+        for bad in ('cursor:NOT-A-UUID',
+                    'cursor:2F3B0C4A-6D1E-4A8B-9C7D-0E1F2A3B4C5D'):
+            error = self.assert_refused(
+                'subscriber', self.client.create_subscription, queue,
+                {'subscriber': bad, 'ttl': 3600})
+            self.assertIn('consume_id', error.resp_body['description'])
+        _, body = self.client.list_subscription(queue)
+        self.assertEqual([], body['subscriptions'])
+
     @decorators.idempotent_id('e9fa9edd-63a0-4219-a908-34f608f84bc7')
     @decorators.attr(type=['negative'])
     def test_group_id_neither_string_nor_integer(self):
