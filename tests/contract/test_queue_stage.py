@@ -46,6 +46,17 @@ BAD_DEAD_LETTER_QUEUES = ['has space', 'slash/y', 'x' * 65, '', 7,
                           '\u2603']
 
 
+def test_a_dead_letter_queue_name_of_64_characters_is_accepted(driver,
+                                                                project):
+    # The bound itself: 'x' * 65 is refused above.
+    queues = through_pipeline(driver)
+    name = 'd' * 64
+    queues.create('q', metadata={'_dead_letter_queue': name,
+                                 '_max_claim_count': 1}, project=project)
+    assert queues.get_metadata('q', project=project)[
+        '_dead_letter_queue'] == name
+
+
 @pytest.mark.parametrize('dlq', BAD_DEAD_LETTER_QUEUES + ['SELF'])
 def test_creating_a_queue_refuses_a_bad_dead_letter_queue(driver, project,
                                                           dlq):
