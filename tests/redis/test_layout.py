@@ -10,6 +10,7 @@ from zaqar.storage import errors as storage_errors
 
 from tests import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
+from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
 
@@ -147,3 +148,53 @@ def test_ended_claims_leave_the_claim_index_without_gc(driver, raw, project,
     clock.advance(60)
     claim(driver, 'q', project, limit=1)
     assert raw.zcard(claims_key) == 1
+
+
+def test_every_key_the_driver_writes_starts_with_zd(redis_url, project):
+    # The driver alone on database 3 (Zaqar's control driver, which keeps
+    # queue metadata, on 0): whatever it writes there is its own.
+    group = 'drivers:message_store:delay.redis'
+    uri = redis_url.replace('redis://', 'delay.redis://').rsplit('/', 1)[0]
+    conf = backends.make_conf(**{group: {'uri': uri + '/3'}})
+    driver = redis_driver.DataDriver(conf, None,
+                                     backends.control_driver(conf, redis_url))
+    store = redis_py.Redis.from_url(redis_url.rsplit('/', 1)[0] + '/3')
+    store.flushdb()
+    messages = driver.message_controller
+    driver.queue_controller.create(
+        'grouped', metadata={'_message_group_key': 'g',
+                             '_max_claim_count': 1,
+                             '_dead_letter_queue': 'dead'}, project=project)
+    driver.queue_controller.create('dead', project=project)
+    driver.queue_controller.create('moved', project=project)
+    driver.queue_controller.create(
+        'short', metadata={'_retention': {'length': 1}}, project=project)
+    post(driver, 'short', project, 'old', 'new')
+    driver.clean_queue('short', project)
+    driver.subscription_controller.create(
+        'grouped', 'cursor:' + str(uuid.uuid4()), 3600, {}, project=project)
+    post(driver, 'grouped', project, *[{'g': n % 3, 'n': n}
+                                       for n in range(8)])
+    claim_id, got = claim(driver, 'grouped', project, limit=1, ttl=60)
+    messages.delete('grouped', got[0]['id'], project, claim=claim_id)
+    messages.move_group('grouped', 2, 'moved', project=project)
+    messages.purge_group('moved', 2, project=project)
+    clock = backends.FakeClock()
+    driver.use_clock(clock)
+    claim(driver, 'grouped', project, limit=5, ttl=60)
+    listed(driver, 'grouped', project)
+    clock.advance(61)
+    # Claimed once already: these go to the dead-letter queue.
+    claim(driver, 'grouped', project, limit=5, ttl=60)
+    messages.pop('dead', 1, project=project)
+    driver.gc()
+    assert listed(driver, 'dead', project)
+    found = [k.decode() for k in store.keys('*')]
+    assert found and all(k.startswith('zd:') for k in found), found
+    # Every key but gc's registry belongs to one queue's hash tag.
+    assert {k for k in found if '{' not in k} == {keys.QUEUE_REGISTRY}
+    # The workload reached the key types the features write.
+    for part in (':m:', ':g:', ':cons:', ':s:', ':deleted', ':removed',
+                 ':r:'):
+        assert any(part in k for k in found), part
+    driver.close()
