@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from tests import backends
+from tests import crew as crew_module
 from tests import factories
 from tests.servers import redis_server
 
@@ -100,3 +101,12 @@ def swift_server():
         unavailable(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def crew(tmp_path):
+    """Spawned worker processes for a multi-process test: a crashed worker
+    fails the test at once with its stderr (tests/crew.py)."""
+    workers = crew_module.Crew(tmp_path)
+    yield workers
+    workers.stop()
