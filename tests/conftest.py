@@ -24,6 +24,20 @@ def unavailable(reason):
     pytest.skip(reason)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """Under ``--dist loadgroup`` (scripts/test.sh) the tests of a module
+    that has a module-scoped fixture (its own zaqar-server, Keystone or
+    Swift) all go to one xdist worker, which starts those servers once;
+    every other test goes to whichever worker is free."""
+    for item in items:
+        info = getattr(item, '_fixtureinfo', None)
+        if info and any(defs[-1].scope == 'module'
+                        for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(
+                item.nodeid.split('::')[0]))
+
+
 @pytest.fixture(scope='session')
 def redis_url():
     try:
