@@ -105,7 +105,13 @@ def make_queue(driver, project):
 
 @pytest.fixture(scope='session')
 def swift_server():
-    """A real single-node Swift (tempauth) on loopback, once per session."""
+    """A real single-node Swift (tempauth) on loopback, once per session
+    (per xdist worker)."""
+    yield from swift_session()
+
+
+def swift_session():
+    """Start a Swift for a session fixture; skip (fail in CI) if it cannot."""
     from tests.servers import swift_server as swift_module
     server = swift_module.SwiftServer()
     try:
