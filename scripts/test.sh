@@ -3,7 +3,7 @@
 #
 # The tests mostly wait (on delays, servers, worker processes) rather than
 # compute, so they run in ZD_TEST_WORKERS pytest-xdist workers (default 3,
-# measured best on a 2-core machine: README, "Tests"), each starting its
+# chosen on a 2-core machine: README, first section), each starting its
 # own redis-server and Swift. --dist loadgroup keeps the tests of a module
 # with module-scoped servers on one worker (tests/conftest.py).
 # ZD_TEST_WORKERS=0 runs them in this one process.
