@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from tests import backends
+from tests import crew as crew_module
 from tests import factories
 from tests.servers import redis_server
 
@@ -21,6 +22,20 @@ def unavailable(reason):
     if IN_CI:
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """Under ``--dist loadgroup`` (scripts/test.sh) the tests of a module
+    that has a module-scoped fixture (its own zaqar-server, Keystone or
+    Swift) all go to one xdist worker, which starts those servers once;
+    every other test goes to whichever worker is free."""
+    for item in items:
+        info = getattr(item, '_fixtureinfo', None)
+        if info and any(defs[-1].scope == 'module'
+                        for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(
+                item.nodeid.split('::')[0]))
 
 
 @pytest.fixture(scope='session')
@@ -90,7 +105,13 @@ def make_queue(driver, project):
 
 @pytest.fixture(scope='session')
 def swift_server():
-    """A real single-node Swift (tempauth) on loopback, once per session."""
+    """A real single-node Swift (tempauth) on loopback, once per session
+    (per xdist worker)."""
+    yield from swift_session()
+
+
+def swift_session():
+    """Start a Swift for a session fixture; skip (fail in CI) if it cannot."""
     from tests.servers import swift_server as swift_module
     server = swift_module.SwiftServer()
     try:
@@ -100,3 +121,12 @@ def swift_server():
         unavailable(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def crew(tmp_path):
+    """Spawned worker processes for a multi-process test: a crashed worker
+    fails the test at once with its stderr (tests/crew.py)."""
+    workers = crew_module.Crew(tmp_path)
+    yield workers
+    workers.stop()

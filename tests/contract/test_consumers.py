@@ -82,11 +82,16 @@ def positions(driver, queue, project):
 
 # -- registration ------------------------------------------------------------
 
+# A fixed id: parameters are test ids, which every xdist worker must
+# collect alike.
+SOME_ID = uuid.UUID('0f8738f5-694a-4a54-b936-600821b323ba')
+
+
 @pytest.mark.parametrize('subscriber', [
     'cursor:', 'cursor:not-a-uuid',
-    'cursor:' + str(uuid.uuid4()).upper(),
-    'cursor:' + uuid.uuid4().hex,
-    'cursor:{' + str(uuid.uuid4()) + '}'])
+    'cursor:' + str(SOME_ID).upper(),
+    'cursor:' + SOME_ID.hex,
+    'cursor:{' + str(SOME_ID) + '}'])
 def test_a_malformed_cursor_subscriber_is_refused_and_nothing_stored(
         driver, make_queue, project, subscriber):
     queue = make_queue()

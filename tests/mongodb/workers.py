@@ -1,13 +1,15 @@
 """Workers for the concurrency tests: threads on mongomock (one process
 holds the fake server), spawned processes on a real server."""
 
-import multiprocessing
 import queue as queue_module
+import shutil
+import tempfile
 import threading
 import time
 import uuid
 
 from tests import backends
+from tests import crew as crew_module
 
 GROUP = 'drivers:message_store:delay.mongodb'
 
@@ -211,32 +213,48 @@ def run_mixed(jobs, shared_driver, real=None):
     """Run every ``(role, args)`` of ``jobs`` at once; their results, in
     the order of ``jobs``. Processes or threads as in :func:`run_all`."""
     if real:
-        context = multiprocessing.get_context('spawn')
-        results = context.Queue()
-        procs = [context.Process(target=_in_process,
-                                 args=(index, role, *real, args, results))
-                 for index, (role, args) in enumerate(jobs)]
-    else:
-        results = queue_module.Queue()
-        # Build the shared driver's collections and indexes before the
-        # threads race to do it (its lazy properties are not guarded).
-        shared_driver.message_controller
-        shared_driver.claim_controller
+        return _run_spawned(jobs, real)
+    results = queue_module.Queue()
+    # Build the shared driver's collections and indexes before the
+    # threads race to do it (its lazy properties are not guarded).
+    shared_driver.message_controller
+    shared_driver.claim_controller
 
-        def work(index, role, args):
-            try:
-                results.put((index, globals()[role](shared_driver, *args)))
-            except Exception as exc:  # reported by the test, not lost
-                results.put((index, exc))
+    def work(index, role, args):
+        try:
+            results.put((index, globals()[role](shared_driver, *args)))
+        except Exception as exc:  # reported by the test, not lost
+            results.put((index, exc))
 
-        procs = [threading.Thread(target=work, args=(index, role, args))
-                 for index, (role, args) in enumerate(jobs)]
+    procs = [threading.Thread(target=work, args=(index, role, args))
+             for index, (role, args) in enumerate(jobs)]
     for proc in procs:
         proc.start()
     out = dict(results.get(timeout=120) for _ in procs)
     for proc in procs:
         proc.join(30)
+    return _in_order(out, len(jobs))
+
+
+def _run_spawned(jobs, real):
+    # A worker that dies without a result fails the run at once, with its
+    # stderr, instead of after the whole wait.
+    log_dir = tempfile.mkdtemp(prefix='zd-mongodb-workers-')
+    crew = crew_module.Crew(log_dir)
+    try:
+        results = crew.Queue()
+        for index, (role, args) in enumerate(jobs):
+            crew.spawn(_in_process, index, role, *real, args, results)
+        out = dict(crew.get(results, timeout=120) for _ in jobs)
+        crew.join(30)
+    finally:
+        crew.stop()
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return _in_order(out, len(jobs))
+
+
+def _in_order(out, count):
     for result in out.values():
         if isinstance(result, Exception):
             raise result
-    return [out[index] for index in range(len(jobs))]
+    return [out[index] for index in range(count)]

@@ -1,7 +1,6 @@
 """Several real processes claiming from one queue on a real redis-server."""
 
 import collections
-import multiprocessing
 
 import pytest
 
@@ -14,33 +13,27 @@ PER_PRODUCER = 400
 PRODUCERS = 2
 
 
-def run(redis_url, queue, project, abandon_every, claim_ttl):
-    ctx = multiprocessing.get_context('spawn')
+def run(crew, redis_url, queue, project, abandon_every, claim_ttl):
     driver = workers.make_driver(redis_url)
     driver.queue_controller.create(queue, project=project)
-    produced, handed = ctx.Queue(), ctx.Queue()
-    processes = [ctx.Process(target=workers.produce,
-                             args=(redis_url, queue, project, PER_PRODUCER,
-                                   produced))
-                 for _ in range(PRODUCERS)]
-    processes += [ctx.Process(target=workers.consume,
-                              args=(redis_url, queue, project, abandon_every,
-                                    claim_ttl, handed))
-                  for _ in range(CONSUMERS)]
-    for process in processes:
-        process.start()
-    posted = [mid for _ in range(PRODUCERS) for mid in produced.get(
-        timeout=120)]
-    handouts = [h for _ in range(CONSUMERS) for h in handed.get(timeout=300)]
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+    produced, handed = crew.Queue(), crew.Queue()
+    for _ in range(PRODUCERS):
+        crew.spawn(workers.produce, redis_url, queue, project, PER_PRODUCER,
+                   produced)
+    for _ in range(CONSUMERS):
+        crew.spawn(workers.consume, redis_url, queue, project, abandon_every,
+                   claim_ttl, handed)
+    posted = [mid for _ in range(PRODUCERS)
+              for mid in crew.get(produced, timeout=120)]
+    handouts = [h for _ in range(CONSUMERS)
+                for h in crew.get(handed, timeout=300)]
+    crew.join()
     return driver, posted, handouts
 
 
 def test_competing_consumers_get_each_message_once_and_lose_none(
-        redis_url, project):
-    driver, posted, handouts = run(redis_url, 'race', project, 0, 60)
+        crew, redis_url, project):
+    driver, posted, handouts = run(crew, redis_url, 'race', project, 0, 60)
     assert len(set(posted)) == PRODUCERS * PER_PRODUCER
     counts = collections.Counter(mid for mid, _, _ in handouts)
     assert set(counts) == set(posted), 'a posted message was never delivered'
@@ -49,9 +42,9 @@ def test_competing_consumers_get_each_message_once_and_lose_none(
 
 
 def test_abandoned_claims_are_redelivered_never_concurrently(
-        redis_url, project):
+        crew, redis_url, project):
     claim_ttl = 1
-    driver, posted, handouts = run(redis_url, 'crashy', project, 3,
+    driver, posted, handouts = run(crew, redis_url, 'crashy', project, 3,
                                    claim_ttl)
     by_message = collections.defaultdict(list)
     for mid, claim_id, at in handouts:

@@ -5,7 +5,6 @@ cleanup processes run: no message is removed before both acknowledged it
 (each consumer sees every message, nothing lost), none is returned after,
 and every message ends up removed and counted once."""
 
-import multiprocessing
 import random
 import uuid
 
@@ -32,61 +31,46 @@ def subscribed_queue(redis_url, project, metadata, *consume_ids):
     return driver
 
 
-def test_racing_updates_only_move_forward(redis_url, project):
+def test_racing_updates_only_move_forward(crew, redis_url, project):
     driver = subscribed_queue(redis_url, project, {}, A)
     rng = random.Random(11)
     plans = [[(rng.randrange(1000), rng.randrange(1000)) for _ in range(200)]
              for _ in range(4)]
-    ctx = multiprocessing.get_context('spawn')
-    results = ctx.Queue()
-    processes = [ctx.Process(target=consumer_workers.update,
-                             args=(redis_url, 'q', project, A, plan,
-                                   results))
-                 for plan in plans]
-    for process in processes:
-        process.start()
-    assert sum(results.get(timeout=300) for _ in processes) == 800
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+    results = crew.Queue()
+    for plan in plans:
+        crew.spawn(consumer_workers.update, redis_url, 'q', project, A, plan,
+                   results)
+    assert sum(crew.get(results, timeout=300) for _ in plans) == 800
+    crew.join()
     found = driver.message_controller._consumer('q', project, A)[1]
     assert found.cursor == max(a for plan in plans for a, _ in plan)
     assert found.handed == max(h for plan in plans for _, h in plan)
 
 
-def test_read_by_all_with_producers_and_cleaners(redis_url, project):
+def test_read_by_all_with_producers_and_cleaners(crew, redis_url, project):
     driver = subscribed_queue(
         redis_url, project, {'_retention': {'consumers_required': 2}}, A, B)
-    ctx = multiprocessing.get_context('spawn')
-    posted_done, read_done = ctx.Event(), ctx.Event()
-    posted_q, seen_q, cleaned_q, watch_q = (ctx.Queue() for _ in range(4))
-    producers = [ctx.Process(target=retention_workers.produce,
-                             args=(redis_url, 'q', project, PER_PRODUCER, 0,
-                                   posted_q))
-                 for _ in range(PRODUCERS)]
-    readers = [ctx.Process(target=consumer_workers.read,
-                           args=(redis_url, 'q', project, cid, posted_done,
-                                 seen_q))
-               for cid in (A, B)]
-    others = [ctx.Process(target=retention_workers.clean,
-                          args=(redis_url, 'q', project, read_done,
-                                cleaned_q))
-              for _ in range(CLEANERS)]
-    others.append(ctx.Process(target=consumer_workers.watch,
-                              args=(redis_url, 'q', project, read_done,
-                                    watch_q)))
-    everyone = producers + readers + others
-    for process in everyone:
-        process.start()
-    posted = [mid for _ in producers for mid in posted_q.get(timeout=300)]
+    posted_done, read_done = crew.Event(), crew.Event()
+    posted_q, seen_q, cleaned_q, watch_q = (crew.Queue() for _ in range(4))
+    for _ in range(PRODUCERS):
+        crew.spawn(retention_workers.produce, redis_url, 'q', project,
+                   PER_PRODUCER, 0, posted_q)
+    for cid in (A, B):
+        crew.spawn(consumer_workers.read, redis_url, 'q', project, cid,
+                   posted_done, seen_q)
+    for _ in range(CLEANERS):
+        crew.spawn(retention_workers.clean, redis_url, 'q', project,
+                   read_done, cleaned_q)
+    crew.spawn(consumer_workers.watch, redis_url, 'q', project, read_done,
+               watch_q)
+    posted = [mid for _ in range(PRODUCERS)
+              for mid in crew.get(posted_q, timeout=300)]
     posted_done.set()
-    seen = dict(seen_q.get(timeout=300) for _ in readers)
+    seen = dict(crew.get(seen_q, timeout=300) for _ in (A, B))
     read_done.set()
-    cleaned = sum(cleaned_q.get(timeout=300) for _ in range(CLEANERS))
-    problems = watch_q.get(timeout=300)
-    for process in everyone:
-        process.join(60)
-        assert process.exitcode == 0
+    cleaned = sum(crew.get(cleaned_q, timeout=300) for _ in range(CLEANERS))
+    problems = crew.get(watch_q, timeout=300)
+    crew.join()
 
     assert problems == [], 'returned after both acknowledged it'
     for consume_id in (A, B):

@@ -8,7 +8,6 @@ the group invariant against those brackets.
 """
 
 import collections
-import multiprocessing
 
 import pytest
 
@@ -21,29 +20,24 @@ PER_GROUP = 15
 CLAIM_TTL = 1
 
 
-def test_group_order_and_exclusivity_hold_across_processes(redis_url,
+def test_group_order_and_exclusivity_hold_across_processes(crew, redis_url,
                                                            project):
-    ctx = multiprocessing.get_context('spawn')
     driver = workers.make_driver(redis_url)
     driver.queue_controller.create(
         'stress', metadata={'_message_group_key': 'g'}, project=project)
-    produced, handed = ctx.Queue(), ctx.Queue()
-    producer = ctx.Process(target=workers.produce_groups, args=(
-        redis_url, 'stress', project, GROUPS, PER_GROUP, produced))
-    consumers = [ctx.Process(target=workers.consume_groups, args=(
-        redis_url, 'stress', project, abandon, CLAIM_TTL, handed))
-        for abandon in (0, 0, 4, 5)]
-    for process in [producer] + consumers:
-        process.start()
-    assert produced.get(timeout=120) == len(GROUPS) * PER_GROUP
+    produced, handed = crew.Queue(), crew.Queue()
+    crew.spawn(workers.produce_groups, redis_url, 'stress', project, GROUPS,
+               PER_GROUP, produced)
+    consumers = [crew.spawn(workers.consume_groups, redis_url, 'stress',
+                            project, abandon, CLAIM_TTL, handed)
+                 for abandon in (0, 0, 4, 5)]
+    assert crew.get(produced, timeout=120) == len(GROUPS) * PER_GROUP
     handouts, acks = [], {}
     for _ in consumers:
-        got, acked = handed.get(timeout=300)
+        got, acked = crew.get(handed, timeout=300)
         handouts += got
         acks.update(acked)
-    for process in [producer] + consumers:
-        process.join(60)
-        assert process.exitcode == 0
+    crew.join()
 
     by_group = collections.defaultdict(list)
     for group, n, mid, before, after, abandoned in handouts:

@@ -5,7 +5,6 @@ retention and counted once, or still there; no claimed message is removed;
 no read shows more than the queue keeps."""
 
 import collections
-import multiprocessing
 
 import pytest
 import redis as redis_py
@@ -22,36 +21,30 @@ LENGTH = 40
 
 
 @pytest.mark.parametrize('groups', [0, 5])
-def test_overflow_with_consumers_and_two_cleaners(redis_url, project,
+def test_overflow_with_consumers_and_two_cleaners(crew, redis_url, project,
                                                   groups):
     metadata = {'_retention': {'length': LENGTH}}
     if groups:
         metadata['_message_group_key'] = 'g'
     driver = workers.make_driver(redis_url)
     driver.queue_controller.create('q', metadata=metadata, project=project)
-    ctx = multiprocessing.get_context('spawn')
-    done = ctx.Event()
-    posted_q, handed_q, cleaned_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
-    producers = [ctx.Process(target=retention_workers.produce,
-                             args=(redis_url, 'q', project, PER_PRODUCER,
-                                   groups, posted_q))
-                 for _ in range(PRODUCERS)]
-    others = [ctx.Process(target=retention_workers.consume,
-                          args=(redis_url, 'q', project, LENGTH, done,
-                                handed_q))
-              for _ in range(CONSUMERS)]
-    others += [ctx.Process(target=retention_workers.clean,
-                           args=(redis_url, 'q', project, done, cleaned_q))
-               for _ in range(CLEANERS)]
-    for process in producers + others:
-        process.start()
-    posted = [mid for _ in producers for mid in posted_q.get(timeout=300)]
+    done = crew.Event()
+    posted_q, handed_q, cleaned_q = crew.Queue(), crew.Queue(), crew.Queue()
+    for _ in range(PRODUCERS):
+        crew.spawn(retention_workers.produce, redis_url, 'q', project,
+                   PER_PRODUCER, groups, posted_q)
+    for _ in range(CONSUMERS):
+        crew.spawn(retention_workers.consume, redis_url, 'q', project,
+                   LENGTH, done, handed_q)
+    for _ in range(CLEANERS):
+        crew.spawn(retention_workers.clean, redis_url, 'q', project, done,
+                   cleaned_q)
+    posted = [mid for _ in range(PRODUCERS)
+              for mid in crew.get(posted_q, timeout=300)]
     done.set()
-    results = [handed_q.get(timeout=300) for _ in range(CONSUMERS)]
-    cleaned = sum(cleaned_q.get(timeout=300) for _ in range(CLEANERS))
-    for process in producers + others:
-        process.join(60)
-        assert process.exitcode == 0
+    results = [crew.get(handed_q, timeout=300) for _ in range(CONSUMERS)]
+    cleaned = sum(crew.get(cleaned_q, timeout=300) for _ in range(CLEANERS))
+    crew.join()
 
     problems = [p for _, found in results for p in found]
     assert problems == []

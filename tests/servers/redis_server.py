@@ -16,6 +16,10 @@ class RedisUnavailable(RuntimeError):
     pass
 
 
+class _PortTaken(RedisUnavailable):
+    pass
+
+
 def find_binary():
     found = shutil.which('redis-server')
     if found:
@@ -56,10 +60,19 @@ class RedisServer:
     def url(self):
         return 'redis://127.0.0.1:{}/0'.format(self.port)
 
-    def start(self, timeout=20):
+    def start(self, timeout=20, attempts=3):
         self.workdir = tempfile.mkdtemp(prefix='zd-redis-')
-        self.port = free_port()
-        return self._launch(timeout)
+        # A free port can be taken before redis-server binds it (by
+        # another xdist worker's server, or a client's ephemeral port):
+        # then try another.
+        for attempt in range(attempts):
+            self.port = free_port()
+            try:
+                return self._launch(timeout)
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    self.stop()
+                    raise
 
     def kill(self):
         """SIGKILL the server, keeping its directory and port."""
@@ -87,18 +100,43 @@ class RedisServer:
             if self.process.poll() is not None:
                 break
             try:
-                with socket.create_connection(('127.0.0.1', self.port),
-                                              timeout=0.5) as sock:
-                    sock.sendall(b'PING\r\n')
-                    if sock.recv(16).startswith(b'+PONG'):
-                        return self
+                if self._answers_as_ours():
+                    return self
             except OSError:
                 pass
             # Not listening yet, or still loading its append-only file.
             time.sleep(0.05)
+        taken = self._port_taken()
+        self.kill()
+        if taken:
+            raise _PortTaken('port {} is taken'.format(self.port))
         self.stop()
         raise RedisUnavailable('redis-server did not start on port {}'
                                .format(self.port))
+
+    def _answers_as_ours(self):
+        """Whether the server on our port is up and is our process (and
+        not one that another test run started there meanwhile)."""
+        with socket.create_connection(('127.0.0.1', self.port),
+                                      timeout=0.5) as sock:
+            sock.sendall(b'INFO server\r\n')
+            reply = sock.recv(65536)
+            if not reply.startswith(b'$'):
+                return False  # -LOADING: still reading its append-only file
+            header, _, body = reply.partition(b'\r\n')
+            while len(body) < int(header[1:]):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return False
+                body += chunk
+        return b'process_id:%d\r\n' % self.process.pid in body
+
+    def _port_taken(self):
+        try:
+            with open(os.path.join(self.workdir, 'redis.log')) as log:
+                return 'Address already in use' in log.read()
+        except OSError:
+            return False
 
     def stop(self):
         if self.process is not None and self.process.poll() is None:

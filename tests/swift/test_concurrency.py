@@ -6,7 +6,6 @@ consequences with real competing processes.
 """
 
 import collections
-import multiprocessing
 import time
 
 import pytest
@@ -21,39 +20,32 @@ PRODUCERS = 2
 PER_PRODUCER = 60
 
 
-def run(swift_server, redis_url, queue, project, abandon_every, claim_ttl):
-    ctx = multiprocessing.get_context('spawn')
+def run(crew, swift_server, redis_url, queue, project, abandon_every,
+        claim_ttl):
     uri = swift_factory.swift_uri(swift_server)
     driver = workers.make_driver(uri, redis_url)
     driver.queue_controller.create(queue, project=project)
-    produced, handed, posted_all = ctx.Queue(), ctx.Queue(), ctx.Event()
+    produced, handed, posted_all = crew.Queue(), crew.Queue(), crew.Event()
     start = time.time() + 3  # let every spawned interpreter boot first
-    processes = [ctx.Process(target=workers.produce,
-                             args=(uri, redis_url, queue, project,
-                                   PER_PRODUCER, start, produced))
-                 for _ in range(PRODUCERS)]
-    processes += [ctx.Process(target=workers.consume,
-                              args=(uri, redis_url, queue, project,
-                                    abandon_every, claim_ttl, start,
-                                    posted_all, handed))
-                  for _ in range(CONSUMERS)]
-    for process in processes:
-        process.start()
+    for _ in range(PRODUCERS):
+        crew.spawn(workers.produce, uri, redis_url, queue, project,
+                   PER_PRODUCER, start, produced)
+    for _ in range(CONSUMERS):
+        crew.spawn(workers.consume, uri, redis_url, queue, project,
+                   abandon_every, claim_ttl, start, posted_all, handed)
     posted = [mid for _ in range(PRODUCERS)
-              for mid in produced.get(timeout=120)]
+              for mid in crew.get(produced, timeout=120)]
     posted_all.set()
     handouts = [h for _ in range(CONSUMERS)
-                for h in handed.get(timeout=workers.CONSUME_FOR_S + 60)]
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+                for h in crew.get(handed, timeout=workers.CONSUME_FOR_S + 60)]
+    crew.join()
     return driver, posted, handouts
 
 
 def test_competing_consumers_never_share_a_message_and_lose_none(
-        swift_server, redis_url, project):
-    driver, posted, handouts = run(swift_server, redis_url, 'race', project,
-                                   0, 60)
+        crew, swift_server, redis_url, project):
+    driver, posted, handouts = run(crew, swift_server, redis_url, 'race',
+                                   project, 0, 60)
     assert len(set(posted)) == PRODUCERS * PER_PRODUCER
     counts = collections.Counter(handout[0] for handout in handouts)
     assert set(counts) == set(posted), 'a posted message was never delivered'
@@ -62,14 +54,14 @@ def test_competing_consumers_never_share_a_message_and_lose_none(
 
 
 def test_abandoned_claims_are_redelivered_never_concurrently(
-        swift_server, redis_url, project):
+        crew, swift_server, redis_url, project):
     # Long enough for a claim to finish within its safety margin (a
     # quarter of the ttl, at most 2 s) on a loaded machine: a claim that
     # cannot hands its messages back and returns none. With 1 s no claim
     # ever did while the machine ran several suites at once (load 10),
     # with 6 s few did at load 30.
     claim_ttl = 10
-    driver, posted, handouts = run(swift_server, redis_url, 'crashy',
+    driver, posted, handouts = run(crew, swift_server, redis_url, 'crashy',
                                    project, 3, claim_ttl)
     by_message = collections.defaultdict(list)
     for mid, claim_id, count, began, ended in handouts:

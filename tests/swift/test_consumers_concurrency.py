@@ -6,7 +6,6 @@ before both acknowledged it, none is returned after, none is lost, and
 every one ends up removed and counted once. Sizes are small: Swift is
 slow."""
 
-import multiprocessing
 import random
 import time
 import uuid
@@ -35,63 +34,51 @@ def subscribed_queue(uri, redis_url, project, metadata, *consume_ids):
     return driver
 
 
-def test_racing_updates_only_move_forward(swift_server, redis_url, project):
+def test_racing_updates_only_move_forward(crew, swift_server, redis_url,
+                                          project):
     uri = swift_factory.swift_uri(swift_server)
     driver = subscribed_queue(uri, redis_url, project, {}, A)
     rng = random.Random(11)
     plans = [[(rng.randrange(1000), rng.randrange(1000)) for _ in range(15)]
              for _ in range(3)]
-    ctx = multiprocessing.get_context('spawn')
-    results = ctx.Queue()
-    processes = [ctx.Process(target=consumer_workers.update,
-                             args=(uri, redis_url, 'q', project, A, plan,
-                                   results))
-                 for plan in plans]
-    for process in processes:
-        process.start()
-    assert sum(results.get(timeout=300) for _ in processes) == 45
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+    results = crew.Queue()
+    for plan in plans:
+        crew.spawn(consumer_workers.update, uri, redis_url, 'q', project, A,
+                   plan, results)
+    assert sum(crew.get(results, timeout=300) for _ in plans) == 45
+    crew.join()
     found = driver.message_controller._consumer('q', project, A)[1]
     assert found.cursor == max(a for plan in plans for a, _ in plan)
     assert found.handed == max(h for plan in plans for _, h in plan)
 
 
-def test_read_by_all_with_producers_and_cleaners(swift_server, redis_url,
-                                                 project):
+def test_read_by_all_with_producers_and_cleaners(crew, swift_server,
+                                                 redis_url, project):
     uri = swift_factory.swift_uri(swift_server)
     driver = subscribed_queue(
         uri, redis_url, project, {'_retention': {'consumers_required': 2}},
         A, B)
-    ctx = multiprocessing.get_context('spawn')
-    posted_done, read_done = ctx.Event(), ctx.Event()
-    posted_q, seen_q, cleaned_q, watch_q = (ctx.Queue() for _ in range(4))
+    posted_done, read_done = crew.Event(), crew.Event()
+    posted_q, seen_q, cleaned_q, watch_q = (crew.Queue() for _ in range(4))
     start = time.time() + 3
     common = (uri, redis_url, 'q', project)
-    producers = [ctx.Process(target=retention_workers.produce,
-                             args=common + (PER_PRODUCER, start, posted_q))
-                 for _ in range(PRODUCERS)]
-    readers = [ctx.Process(target=consumer_workers.read,
-                           args=common + (cid, posted_done, seen_q))
-               for cid in (A, B)]
-    others = [ctx.Process(target=retention_workers.clean,
-                          args=common + (start, read_done, cleaned_q))
-              for _ in range(CLEANERS)]
-    others.append(ctx.Process(target=consumer_workers.watch,
-                              args=common + (read_done, watch_q)))
-    everyone = producers + readers + others
-    for process in everyone:
-        process.start()
-    posted = [mid for _ in producers for mid, _ in posted_q.get(timeout=300)]
+    for _ in range(PRODUCERS):
+        crew.spawn(retention_workers.produce, *common, PER_PRODUCER, start,
+                   posted_q)
+    for cid in (A, B):
+        crew.spawn(consumer_workers.read, *common, cid, posted_done, seen_q)
+    for _ in range(CLEANERS):
+        crew.spawn(retention_workers.clean, *common, start, read_done,
+                   cleaned_q)
+    crew.spawn(consumer_workers.watch, *common, read_done, watch_q)
+    posted = [mid for _ in range(PRODUCERS)
+              for mid, _ in crew.get(posted_q, timeout=300)]
     posted_done.set()
-    seen = dict(seen_q.get(timeout=300) for _ in readers)
+    seen = dict(crew.get(seen_q, timeout=300) for _ in (A, B))
     read_done.set()
-    cleaned = sum(cleaned_q.get(timeout=300) for _ in range(CLEANERS))
-    problems = watch_q.get(timeout=300)
-    for process in everyone:
-        process.join(60)
-        assert process.exitcode == 0
+    cleaned = sum(crew.get(cleaned_q, timeout=300) for _ in range(CLEANERS))
+    problems = crew.get(watch_q, timeout=300)
+    crew.join()
 
     assert problems == [], 'returned after both acknowledged it'
     for consume_id in (A, B):

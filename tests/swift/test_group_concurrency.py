@@ -10,7 +10,6 @@ is only handed out after the previous one's delete was sent.
 """
 
 import collections
-import multiprocessing
 import time
 
 import pytest
@@ -29,29 +28,24 @@ ROUNDS = 8
     (('a', 'b', 'c'), ('c', 'b', 'a')),       # posts to a group cross
 ], ids=['own-groups', 'shared-groups'])
 def test_grouped_consumers_keep_order_and_one_in_flight(
-        swift_server, redis_url, project, groups):
-    ctx = multiprocessing.get_context('spawn')
+        crew, swift_server, redis_url, project, groups):
     uri = swift_factory.swift_uri(swift_server)
     driver = workers.make_driver(uri, redis_url)
     driver.queue_controller.create('grouped', project=project,
                                    metadata={'_message_group_key': 'g'})
-    produced, handed = ctx.Queue(), ctx.Queue()
+    produced, handed = crew.Queue(), crew.Queue()
     start = time.time() + 3  # let every spawned interpreter boot first
-    processes = [ctx.Process(target=workers.produce_grouped,
-                             args=(uri, redis_url, 'grouped', project, n,
-                                   mine, ROUNDS, start, produced))
-                 for n, mine in enumerate(groups)]
-    processes += [ctx.Process(target=workers.consume_grouped,
-                              args=(uri, redis_url, 'grouped', project,
-                                    start, handed))
-                  for _ in range(CONSUMERS)]
-    for process in processes:
-        process.start()
-    posted = [mid for _ in groups for mid in produced.get(timeout=120)]
-    handouts = [h for _ in range(CONSUMERS) for h in handed.get(timeout=300)]
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+    for n, mine in enumerate(groups):
+        crew.spawn(workers.produce_grouped, uri, redis_url, 'grouped',
+                   project, n, mine, ROUNDS, start, produced)
+    for _ in range(CONSUMERS):
+        crew.spawn(workers.consume_grouped, uri, redis_url, 'grouped',
+                   project, start, handed)
+    posted = [mid for _ in groups
+              for mid in crew.get(produced, timeout=120)]
+    handouts = [h for _ in range(CONSUMERS)
+                for h in crew.get(handed, timeout=300)]
+    crew.join()
     counts = collections.Counter(h[2] for h in handouts)
     assert set(counts) == set(posted), 'a message was never delivered'
     assert max(counts.values()) == 1, 'a message was delivered twice'

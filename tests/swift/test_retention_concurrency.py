@@ -9,7 +9,6 @@ counted, or still there.
 """
 
 import collections
-import multiprocessing
 import time
 from urllib import parse
 
@@ -27,35 +26,27 @@ CONSUMERS, CLEANERS = 2, 2
 
 
 def test_overflowing_producers_consumers_and_two_cleaners(
-        swift_server, redis_url, project):
-    ctx = multiprocessing.get_context('spawn')
+        crew, swift_server, redis_url, project):
     uri = swift_factory.swift_uri(swift_server)
     driver = make_driver(uri, redis_url)
     queue = 'kept'
     driver.queue_controller.create(
         queue, metadata={'_retention': {'length': LENGTH}}, project=project)
-    produced, consumed, cleaned = ctx.Queue(), ctx.Queue(), ctx.Queue()
-    stop = ctx.Event()
+    produced, consumed, cleaned = crew.Queue(), crew.Queue(), crew.Queue()
+    stop = crew.Event()
     start = time.time() + 3   # let every spawned interpreter boot first
     common = (uri, redis_url, queue, project)
-    producers = [ctx.Process(target=workers.produce,
-                             args=common + (PER_PRODUCER, start, produced))
-                 for _ in range(PRODUCERS)]
-    consumers = [ctx.Process(target=workers.consume,
-                             args=common + (start, consumed))
-                 for _ in range(CONSUMERS)]
-    cleaners = [ctx.Process(target=workers.clean,
-                            args=common + (start, stop, cleaned))
-                for _ in range(CLEANERS)]
-    for process in producers + consumers + cleaners:
-        process.start()
-    posted = [produced.get(timeout=300) for _ in range(PRODUCERS)]
-    results = [consumed.get(timeout=300) for _ in range(CONSUMERS)]
+    for _ in range(PRODUCERS):
+        crew.spawn(workers.produce, *common, PER_PRODUCER, start, produced)
+    for _ in range(CONSUMERS):
+        crew.spawn(workers.consume, *common, start, consumed)
+    for _ in range(CLEANERS):
+        crew.spawn(workers.clean, *common, start, stop, cleaned)
+    posted = [crew.get(produced, timeout=300) for _ in range(PRODUCERS)]
+    results = [crew.get(consumed, timeout=300) for _ in range(CONSUMERS)]
     stop.set()
-    won = sum(cleaned.get(timeout=300) for _ in range(CLEANERS))
-    for process in producers + consumers + cleaners:
-        process.join(60)
-        assert process.exitcode == 0
+    won = sum(crew.get(cleaned, timeout=300) for _ in range(CLEANERS))
+    crew.join()
 
     handouts = [h for hs, _ in results for h in hs]
     lost = [mid for _, ls in results for mid in ls]

@@ -37,6 +37,14 @@ def redis_url():
     server.stop()
 
 
+@pytest.fixture(scope='session')
+def swift_server():
+    """A Swift of their own too: after each test the account is wiped
+    whole, which on the shared Swift would also delete every container the
+    other tests left there (minutes per wipe)."""
+    yield from shared.swift_session()
+
+
 @pytest.fixture(autouse=True)
 def zaqar_config(request, redis_url, monkeypatch):
     """Point the Zaqar test class at a zaqar.conf for its backend."""
