@@ -56,9 +56,9 @@ class RedisServer:
     def url(self):
         return 'redis://127.0.0.1:{}/0'.format(self.port)
 
-    def start(self, timeout=20):
+    def start(self, timeout=20, port=None):
         self.workdir = tempfile.mkdtemp(prefix='zd-redis-')
-        self.port = free_port()
+        self.port = port or free_port()
         return self._launch(timeout)
 
     def kill(self):
