@@ -114,6 +114,15 @@ def _cluster_client(hosts, db, auth, socket_timeout):
         retry=retry.Retry(backoff.NoBackoff(), 0), **auth)
 
 
+def on_every_master(client):
+    """Keyword arguments that send a node-level command (PING, INFO) to
+    every master of a cluster; none for a single server. With them a
+    cluster client's INFO answers {node name: info}."""
+    if isinstance(client, cluster.RedisCluster):
+        return dict(target_nodes=cluster.RedisCluster.PRIMARIES)
+    return {}
+
+
 def _db(parsed, query):
     # ``dbid`` is the name Zaqar's own Redis URIs use.
     return int(parsed.path.strip('/') or query.get('db')

@@ -158,12 +158,17 @@ class DataDriver(base.DataDriver):
         deleted message back) holds across a Redis restart only with the
         append-only file on (``appendonly yes``, ``appendfsync everysec`` or
         ``always``); with RDB snapshots alone a restart rolls the queues
-        back to the last snapshot."""
+        back to the last snapshot. On a cluster, every master must have
+        it."""
         try:
-            info = self.guarded(lambda: self.connection.info('persistence'))
+            info = self.guarded(lambda: self.connection.info(
+                'persistence',
+                **connection.on_every_master(self.connection)))
         except errors.BackendUnavailable as exc:
             return {'aof_enabled': None, 'error': str(exc)}
-        report = {'aof_enabled': bool(int(info.get('aof_enabled', 0)))}
+        masters = info.values() if 'aof_enabled' not in info else [info]
+        report = {'aof_enabled': all(int(master.get('aof_enabled', 0))
+                                     for master in masters)}
         if not report['aof_enabled']:
             report['warning'] = (
                 'Redis append-only file (AOF) is off: a Redis restart loses '
@@ -173,7 +178,8 @@ class DataDriver(base.DataDriver):
 
     def is_alive(self):
         try:
-            return bool(self.connection.ping())
+            return bool(self.connection.ping(
+                **connection.on_every_master(self.connection)))
         except Exception:
             return False
 
