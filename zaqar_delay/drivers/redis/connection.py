@@ -62,8 +62,9 @@ def client_from_uri(uri, socket_timeout):
     if ',' in hosts:
         raise ValueError('Redis URI names several hosts ({!r}) but no '
                          '?master=: a list of hosts is a list of Sentinels '
-                         'and needs the name of the master they watch'
-                         .format(hosts))
+                         'and needs the name of the master they watch, or '
+                         'the seed nodes of a Redis Cluster with '
+                         '?cluster=true'.format(hosts))
     if parsed.hostname:
         return redis.Redis(host=parsed.hostname, port=parsed.port or 6379,
                            db=_db(parsed, query),

@@ -109,8 +109,11 @@ class DataDriver(base.DataDriver):
         """Send the commands ``fill(pipe)`` queues in one round trip.
 
         Not a MULTI transaction: each queued command is a script or a
-        single idempotent command, atomic on its own. With
-        ``replica_acks``, a WAIT on the same connection ends the batch."""
+        single idempotent command, atomic on its own. On a cluster the
+        client splits the batch by slot; callers only batch keys of one
+        queue (one slot) and never scripts (a cluster pipeline does not
+        load a script a node lacks). With ``replica_acks`` (never on a
+        cluster), a WAIT on the same connection ends the batch."""
         acks = self.store_conf.replica_acks
 
         def send():
