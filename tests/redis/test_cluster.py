@@ -223,7 +223,7 @@ def test_a_client_side_cluster_mistake_is_not_retried():
     assert len(calls) == 1
 
 
-# -- a master killed and restarted ---------------------------------------------
+# -- a master killed and restarted -------------------------------------------
 
 @pytest.fixture
 def own_cluster():
