@@ -19,8 +19,14 @@ suite runs every script on a real 3-master cluster
 (``tests/contract/conftest.py``), and ``tests/redis/test_cluster.py``
 checks that every key a workload leaves on the cluster is tagged so. (A
 key of another slot would not even fail reliably: Redis 7.0 accepts it
-when the same node happens to serve both slots.) No script touches two
-queues: a dead letter
+when the same node happens to serve both slots.) The price: while a slot
+migrates (resharding), Redis moves its keys one at a time, and a script
+whose declared keys are all still on the source but which touches a
+message hash already moved fails at that command, after its earlier
+writes; with every key declared, Redis would refuse the whole script
+(TRYAGAIN) before it ran. So slots must not be moved while their queues
+are in use (README, Redis Cluster). No script touches two queues: a dead
+letter
 or a moved group leaves through the source's outbox, and ``outbox.py``
 posts it to the target in a separate call. The one global key, the queue
 registry, is only written and read by single commands, never in a script
