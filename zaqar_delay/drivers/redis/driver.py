@@ -169,7 +169,8 @@ class DataDriver(base.DataDriver):
                 **connection.on_every_master(self.connection)))
         except errors.BackendUnavailable as exc:
             return {'aof_enabled': None, 'error': str(exc)}
-        masters = info.values() if 'aof_enabled' not in info else [info]
+        # A cluster client answers {node name: info} (on_every_master).
+        masters = [info] if 'aof_enabled' in info else list(info.values())
         report = {'aof_enabled': all(int(master.get('aof_enabled', 0))
                                      for master in masters)}
         if not report['aof_enabled']:
