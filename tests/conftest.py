@@ -48,6 +48,24 @@ def redis_url():
     server.stop()
 
 
+@pytest.fixture(scope='session')
+def redis_cluster():
+    """A real 3-master Redis Cluster on loopback, once per session."""
+    from tests.servers import redis_cluster as cluster_module
+    try:
+        cluster = cluster_module.RedisCluster().start()
+    except redis_server.RedisUnavailable as exc:
+        unavailable(str(exc))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope='session')
+def redis_cluster_url(redis_cluster):
+    """``delay.redis://h1:p1,h2:p2,h3:p3?cluster=true`` for that cluster."""
+    return redis_cluster.url
+
+
 @pytest.fixture(params=factories.BACKENDS)
 def backend_name(request):
     return request.param

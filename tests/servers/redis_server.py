@@ -60,8 +60,13 @@ class RedisServer:
     def url(self):
         return 'redis://127.0.0.1:{}/0'.format(self.port)
 
-    def start(self, timeout=20, attempts=3):
+    def start(self, timeout=20, attempts=3, port=None):
+        """Start on ``port`` (a cluster node's, kept across restarts), or
+        on a free one."""
         self.workdir = tempfile.mkdtemp(prefix='zd-redis-')
+        if port:
+            self.port = port
+            return self._launch(timeout)
         # A free port can be taken before redis-server binds it (by
         # another xdist worker's server, or a client's ephemeral port):
         # then try another.

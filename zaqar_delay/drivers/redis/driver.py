@@ -48,8 +48,10 @@ class DataDriver(base.DataDriver):
 
     @decorators.lazy_property(write=False)
     def connection(self):
-        return connection.client_from_uri(self.store_conf.uri,
-                                          self.store_conf.socket_timeout)
+        # A cluster client reads the slot map when it is built: retried
+        # (and a 503 when no seed answers) as any other Redis call.
+        return self.guarded(lambda: connection.client_from_uri(
+            self.store_conf.uri, self.store_conf.socket_timeout))
 
     @decorators.lazy_property(write=False)
     def scripts(self):
@@ -90,6 +92,13 @@ class DataDriver(base.DataDriver):
                 '[{}] replica_ack_timeout = {} must be below socket_timeout '
                 '= {}'.format(redis_conf.GROUP_NAME, store.replica_ack_timeout,
                               store.socket_timeout))
+        if store.replica_acks and connection.uri_is_cluster(store.uri):
+            # WAIT counts the replicas of the node it is sent to, and a
+            # pipeline on a cluster is split over several masters.
+            raise ValueError(
+                '[{}] replica_acks = {} is not supported with Redis Cluster '
+                '(uri has ?cluster=true); set it to 0'.format(
+                    redis_conf.GROUP_NAME, store.replica_acks))
         if self.retry_span_ms >= SHORTEST_TTL_MS:
             LOG.warning(
                 'The retry span of [%s] (%.1f s: (max_reconnect_attempts + '
@@ -113,8 +122,11 @@ class DataDriver(base.DataDriver):
         """Send the commands ``fill(pipe)`` queues in one round trip.
 
         Not a MULTI transaction: each queued command is a script or a
-        single idempotent command, atomic on its own. With
-        ``replica_acks``, a WAIT on the same connection ends the batch."""
+        single idempotent command, atomic on its own. On a cluster the
+        client splits the batch by slot; callers only batch keys of one
+        queue (one slot) and never scripts (a cluster pipeline does not
+        load a script a node lacks). With ``replica_acks`` (never on a
+        cluster), a WAIT on the same connection ends the batch."""
         acks = self.store_conf.replica_acks
 
         def send():
@@ -162,12 +174,18 @@ class DataDriver(base.DataDriver):
         deleted message back) holds across a Redis restart only with the
         append-only file on (``appendonly yes``, ``appendfsync everysec`` or
         ``always``); with RDB snapshots alone a restart rolls the queues
-        back to the last snapshot."""
+        back to the last snapshot. On a cluster, every master must have
+        it."""
         try:
-            info = self.guarded(lambda: self.connection.info('persistence'))
+            info = self.guarded(lambda: self.connection.info(
+                'persistence',
+                **connection.on_every_master(self.connection)))
         except errors.BackendUnavailable as exc:
             return {'aof_enabled': None, 'error': str(exc)}
-        report = {'aof_enabled': bool(int(info.get('aof_enabled', 0)))}
+        # A cluster client answers {node name: info} (on_every_master).
+        masters = [info] if 'aof_enabled' in info else list(info.values())
+        report = {'aof_enabled': all(int(master.get('aof_enabled', 0))
+                                     for master in masters)}
         if not report['aof_enabled']:
             report['warning'] = (
                 'Redis append-only file (AOF) is off: a Redis restart loses '
@@ -177,7 +195,8 @@ class DataDriver(base.DataDriver):
 
     def is_alive(self):
         try:
-            return bool(self.connection.ping())
+            return bool(self.connection.ping(
+                **connection.on_every_master(self.connection)))
         except Exception:
             return False
 
