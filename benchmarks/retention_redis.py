@@ -23,13 +23,13 @@ Time is moved with the driver's test clock, so "past time" is exact.
 ``--quick`` divides every size by 10 (for a smoke run, not for figures).
 """
 
-import argparse
 import statistics
 import time
 import uuid
 
 import redis as redis_py
 
+from benchmarks import report
 from benchmarks.bounded import (CLAIM, CLIENT, PROJECT, make_driver,
                                 percentile, post_many, redis_cpu_ms)
 from tests.servers.redis_server import RedisServer
@@ -198,18 +198,8 @@ def report_removal(removed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--posted', type=int, default=100000)
-    parser.add_argument('--length', type=int, default=10000)
-    parser.add_argument('--queues', type=int, default=100)
-    parser.add_argument('--queue-size', type=int, default=10000)
-    parser.add_argument('--claims', type=int, default=1000)
-    parser.add_argument('--quick', action='store_true')
-    args = parser.parse_args()
-    if args.quick:
-        for name in ('posted', 'length', 'queues', 'queue_size', 'claims'):
-            setattr(args, name, max(1, getattr(args, name) // 10))
-    run(args)
+    run(report.sizes(__doc__, dict(posted=100000, length=10000, queues=100,
+                                   queue_size=10000, claims=1000)))
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ import statistics
 import time
 import uuid
 
+from benchmarks.report import percentile
 from tests import backends
 from tests.factories import swift as swift_factory
 from tests.servers.redis_server import RedisServer
@@ -77,11 +78,6 @@ def claim_ms(driver, name):
         driver.message_controller.delete(name, message['id'],
                                          project=PROJECT, claim=claim_id)
     return latency
-
-
-def percentile(values, pct):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, len(ordered) * pct // 100)]
 
 
 def overflow(driver, args):
