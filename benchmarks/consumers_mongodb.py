@@ -30,7 +30,7 @@ import time
 import uuid
 
 from benchmarks import report
-from benchmarks.consumers_redis import subscribe
+from benchmarks.consumers import subscribe
 from benchmarks.retention_mongodb import PROJECT, make_driver, make_queue
 from benchmarks.retention_mongodb import post
 from tests.servers.redis_server import RedisServer

@@ -30,18 +30,11 @@ import redis as redis_py
 
 from benchmarks import report
 from benchmarks.bounded import PROJECT, make_driver, post_many
-from benchmarks.retention_redis import post_seconds, queue, timed
+from benchmarks.consumers import subscribe
+from benchmarks.retention import post_seconds, queue
+from benchmarks.retention_redis import timed
 from tests.servers.redis_server import RedisServer
-from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import keys
-
-
-def subscribe(driver, name, count):
-    ids = [str(uuid.uuid4()) for _ in range(count)]
-    for consume_id in ids:
-        driver.subscription_controller.create(
-            name, consumers.PREFIX + consume_id, 3600, {}, project=PROJECT)
-    return ids
 
 
 def posting(driver, args):

@@ -28,19 +28,11 @@ import time
 import uuid
 
 from benchmarks import report
-from benchmarks.retention_swift import (PROJECT, make_driver, post_many,
-                                        post_seconds, queue)
+from benchmarks.consumers import subscribe
+from benchmarks.retention import PROJECT, post_seconds, queue
+from benchmarks.retention_swift import make_driver, post_many
 from tests.servers.redis_server import RedisServer
 from tests.servers.swift_server import SwiftServer
-from zaqar_delay import consumers
-
-
-def subscribe(driver, name, count):
-    ids = [str(uuid.uuid4()) for _ in range(count)]
-    for consume_id in ids:
-        driver.subscription_controller.create(
-            name, consumers.PREFIX + consume_id, 3600, {}, project=PROJECT)
-    return ids
 
 
 def positions(driver, name):
