@@ -203,14 +203,15 @@ class DataDriver(base.DataDriver):
                                   now, message.gk)
 
 
-
 def _drop_leaked_locks(qs, locks, positions, now):
     """Delete the locks of messages that are gone (a retention removal's
     ``ret`` lock, kept as a tombstone against a retried PUT, or a lock
-    taken while a remover ran), once the latest is older than
-    GC_ABANDONED_S: at most SETTLE_BATCH messages per pass, each one HEAD
-    of ``m/`` first. ``positions``: id -> ``p/`` fields of the messages
-    listed. Returns the locks left and whether more may be leaked."""
+    taken while a remover ran), once every lock of the message is older
+    than GC_ABANDONED_S: at most SETTLE_BATCH messages per pass, each one
+    HEAD of ``m/`` first (a message whose ``p/`` a bulk delete took but
+    not its ``m/`` keeps its locks). ``positions``: id -> ``p/`` fields
+    of the messages listed. Returns the locks left and whether more may
+    be leaked."""
     by_id = {}
     for entry in locks:
         by_id.setdefault(names.parse_lock(entry['name'])[0], []).append(
