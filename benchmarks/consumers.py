@@ -26,10 +26,13 @@ def main(argv=None):
 
 
 def subscribe(driver, name, count):
+    """Register ``count`` persistent consumers of queue ``name``; their
+    consume ids."""
     ids = [str(uuid.uuid4()) for _ in range(count)]
     for consume_id in ids:
         driver.subscription_controller.create(
-            name, consumers.PREFIX + consume_id, 3600, {}, project=retention.PROJECT)
+            name, consumers.PREFIX + consume_id, 3600, {},
+            project=retention.PROJECT)
     return ids
 
 
