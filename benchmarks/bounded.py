@@ -33,6 +33,7 @@ import uuid
 
 import redis as redis_py
 
+from benchmarks.report import percentile
 from tests import backends
 from tests.servers.redis_server import RedisServer
 from zaqar_delay.drivers.redis import driver as redis_driver
@@ -252,11 +253,6 @@ def report(args, results, cpu, moved, left):
                 for label, (ms, _) in cpu[key].items()))
     print('group move: %d moved, %d claimed by consumers before it began, '
           '%d left behind' % (moved, args.group - moved - left, left))
-
-
-def percentile(values, pct):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
 def main():

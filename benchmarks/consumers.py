@@ -15,12 +15,25 @@ module does not exist yet is reported as such.
 """
 
 import sys
+import uuid
 
 from benchmarks import retention
+from zaqar_delay import consumers
 
 
 def main(argv=None):
     return retention.main(argv, family='consumers')
+
+
+def subscribe(driver, name, count):
+    """Register ``count`` persistent consumers of queue ``name``; their
+    consume ids."""
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    for consume_id in ids:
+        driver.subscription_controller.create(
+            name, consumers.PREFIX + consume_id, 3600, {},
+            project=retention.PROJECT)
+    return ids
 
 
 if __name__ == '__main__':

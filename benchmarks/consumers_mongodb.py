@@ -24,14 +24,13 @@ ratios show mongomock's scans, not the driver's index use; only a real
 server's figures measure the targets.
 """
 
-import argparse
-import os
 import statistics
 import sys
 import time
 import uuid
 
-from benchmarks.consumers_redis import subscribe
+from benchmarks import report
+from benchmarks.consumers import subscribe
 from benchmarks.retention_mongodb import PROJECT, make_driver, make_queue
 from benchmarks.retention_mongodb import post
 from tests.servers.redis_server import RedisServer
@@ -106,20 +105,11 @@ def removal(driver, size, steps):
 
 
 def run(driver, args):
-    rates = posting(driver, args.posted, args.consumers)
-    print('post, 10 per call, %s messages: %s' % (
-        format(args.posted, ','),
-        ', '.join('%s %.0f/s' % item for item in rates.items())))
-    base, loaded = rates.values()
-    print('ratio post throughput without / with consumers: %.2fx '
-          '(target <= 1.2)' % (base / loaded), flush=True)
-    medians = {label: statistics.median(times) for label, times in
-               resuming(driver, args.behind, args.resumes).items()}
-    print('resume a page of 10, median ms: %s' % ', '.join(
-        '%s %.2f' % item for item in medians.items()))
-    far, head = medians.values()
-    print('ratio resume behind / at head: %.2fx (target <= 1.2)'
-          % (far / head), flush=True)
+    report.post_ratio(args.posted,
+                      posting(driver, args.posted, args.consumers))
+    report.resume_ratio({label: statistics.median(times) for label, times
+                         in resuming(driver, args.behind,
+                                     args.resumes).items()}, 2)
     n = args.removed
     per = []
     for size, steps in ((n * 10, [n]), (n * 100, [n, n * 5])):
@@ -135,13 +125,7 @@ def run(driver, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument('--mongodb-uri',
-                        default=os.environ.get('ZAQAR_DELAY_TEST_MONGODB_URI'),
-                        help='a real MongoDB server; default: mongomock')
-    parser.add_argument('--quick', action='store_true',
-                        help='small sizes, to check that everything runs')
+    parser = report.mongodb_parser(__doc__)
     parser.add_argument('--posted', type=int)
     parser.add_argument('--consumers', type=int, default=100)
     parser.add_argument('--behind', type=int)

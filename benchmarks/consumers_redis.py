@@ -23,25 +23,18 @@ Starts one redis-server and prints figures and ratios in one run:
 ``--quick`` divides every size by 10 (a smoke run, not for figures).
 """
 
-import argparse
 import statistics
 import uuid
 
 import redis as redis_py
 
+from benchmarks import report
 from benchmarks.bounded import PROJECT, make_driver, post_many
-from benchmarks.retention_redis import post_seconds, queue, timed
+from benchmarks.consumers import subscribe
+from benchmarks.retention import post_seconds, queue
+from benchmarks.retention_redis import timed
 from tests.servers.redis_server import RedisServer
-from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import keys
-
-
-def subscribe(driver, name, count):
-    ids = [str(uuid.uuid4()) for _ in range(count)]
-    for consume_id in ids:
-        driver.subscription_controller.create(
-            name, consumers.PREFIX + consume_id, 3600, {}, project=PROJECT)
-    return ids
 
 
 def posting(driver, args):
@@ -115,13 +108,7 @@ def run(args):
     try:
         raw = redis_py.Redis.from_url(server.url, socket_timeout=300)
         driver = make_driver(server.url)
-        rates = posting(driver, args)
-        print('post, 10 per call, %s messages: %s' % (
-            format(args.posted, ','), ', '.join(
-                '%s %.0f/s' % item for item in rates.items())))
-        base, loaded = rates.values()
-        print('ratio post throughput without / with consumers: %.2fx '
-              '(target <= 1.2)' % (base / loaded), flush=True)
+        report.post_ratio(args.posted, posting(driver, args))
         runs = resuming(raw, driver, args)
         medians = {label: [statistics.median(r[i] for r in run) * 1000
                            for i in (0, 1)] for label, run in runs.items()}
@@ -154,18 +141,9 @@ def run(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--posted', type=int, default=20000)
-    parser.add_argument('--consumers', type=int, default=100)
-    parser.add_argument('--behind', type=int, default=100000)
-    parser.add_argument('--resumes', type=int, default=300)
-    parser.add_argument('--removed', type=int, default=1000)
-    parser.add_argument('--quick', action='store_true')
-    args = parser.parse_args()
-    if args.quick:
-        for name in ('posted', 'consumers', 'behind', 'resumes', 'removed'):
-            setattr(args, name, max(1, getattr(args, name) // 10))
-    run(args)
+    run(report.sizes(__doc__, dict(posted=20000, consumers=100,
+                                   behind=100000, resumes=300,
+                                   removed=1000)))
 
 
 if __name__ == '__main__':

@@ -23,24 +23,16 @@ hours on a test machine.
 ``--quick`` divides every size by 10 (a smoke run, not for figures).
 """
 
-import argparse
 import statistics
 import time
 import uuid
 
-from benchmarks.retention_swift import (PROJECT, make_driver, post_many,
-                                        post_seconds, queue)
+from benchmarks import report
+from benchmarks.consumers import subscribe
+from benchmarks.retention import PROJECT, post_seconds, queue
+from benchmarks.retention_swift import make_driver, post_many
 from tests.servers.redis_server import RedisServer
 from tests.servers.swift_server import SwiftServer
-from zaqar_delay import consumers
-
-
-def subscribe(driver, name, count):
-    ids = [str(uuid.uuid4()) for _ in range(count)]
-    for consume_id in ids:
-        driver.subscription_controller.create(
-            name, consumers.PREFIX + consume_id, 3600, {}, project=PROJECT)
-    return ids
 
 
 def positions(driver, name):
@@ -106,19 +98,8 @@ def removal(driver, size, removed):
 def run(args):
     with RedisServer() as redis, SwiftServer() as swift:
         driver = make_driver(redis.url, swift)
-        rates = posting(driver, args)
-        print('post, 10 per call, %s messages: %s' % (
-            format(args.posted, ','), ', '.join(
-                '%s %.0f/s' % item for item in rates.items())))
-        base, loaded = rates.values()
-        print('ratio post throughput without / with consumers: %.2fx '
-              '(target <= 1.2)' % (base / loaded), flush=True)
-        medians = resuming(driver, args)
-        print('resume a page of 10, median ms: %s' % ', '.join(
-            '%s %.1f' % item for item in medians.items()))
-        far, head = medians.values()
-        print('ratio resume behind / at head: %.2fx (target <= 1.2)' % (
-            far / head), flush=True)
+        report.post_ratio(args.posted, posting(driver, args))
+        report.resume_ratio(resuming(driver, args), 1)
         small = removal(driver, args.removed * 5, args.removed)
         large = removal(driver, args.removed * 20, args.removed)
         print('read-by-all removal of %d: %.2f ms per message from %d, '
@@ -128,18 +109,8 @@ def run(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--posted', type=int, default=300)
-    parser.add_argument('--consumers', type=int, default=100)
-    parser.add_argument('--behind', type=int, default=1000)
-    parser.add_argument('--resumes', type=int, default=30)
-    parser.add_argument('--removed', type=int, default=100)
-    parser.add_argument('--quick', action='store_true')
-    args = parser.parse_args()
-    if args.quick:
-        for name in ('posted', 'consumers', 'behind', 'resumes', 'removed'):
-            setattr(args, name, max(2, getattr(args, name) // 10))
-    run(args)
+    run(report.sizes(__doc__, dict(posted=300, consumers=100, behind=1000,
+                                   resumes=30, removed=100), quick_min=2))
 
 
 if __name__ == '__main__':

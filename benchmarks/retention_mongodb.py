@@ -24,13 +24,12 @@ calls it makes, not what a MongoDB server would take. A redis-server is
 started for the queue metadata (Zaqar's control driver).
 """
 
-import argparse
-import os
 import statistics
 import sys
 import time
 import uuid
 
+from benchmarks import report
 from tests import backends
 from tests.servers.redis_server import RedisServer
 
@@ -194,13 +193,7 @@ def removal_cost(driver, counts):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument('--mongodb-uri',
-                        default=os.environ.get('ZAQAR_DELAY_TEST_MONGODB_URI'),
-                        help='a real MongoDB server; default: mongomock')
-    parser.add_argument('--quick', action='store_true',
-                        help='small sizes, to check that everything runs')
+    parser = report.mongodb_parser(__doc__)
     parser.add_argument('--length', type=int)
     parser.add_argument('--posted', type=int)
     parser.add_argument('--queues', type=int)

@@ -23,32 +23,18 @@ Time is moved with the driver's test clock, so "past time" is exact.
 ``--quick`` divides every size by 10 (for a smoke run, not for figures).
 """
 
-import argparse
 import statistics
 import time
-import uuid
 
 import redis as redis_py
 
-from benchmarks.bounded import (CLAIM, CLIENT, PROJECT, make_driver,
-                                percentile, post_many, redis_cpu_ms)
+from benchmarks import report
+from benchmarks.bounded import (CLAIM, PROJECT, make_driver, percentile,
+                                post_many, redis_cpu_ms)
+from benchmarks import retention
+from benchmarks.retention import queue
 from tests.servers.redis_server import RedisServer
 from zaqar_delay.drivers.redis import keys
-
-
-def queue(driver, retention=None):
-    name = 'r-' + uuid.uuid4().hex[:8]
-    metadata = {'_retention': retention} if retention else {}
-    driver.queue_controller.create(name, metadata=metadata, project=PROJECT)
-    return name
-
-
-def post_seconds(driver, name, start):
-    """Seconds one post of 10 messages took."""
-    messages = [{'ttl': 3600, 'body': n} for n in range(start, start + 10)]
-    started = time.perf_counter()
-    driver.message_controller.post(name, messages, CLIENT, project=PROJECT)
-    return time.perf_counter() - started
 
 
 def claim_ms(raw, driver, name):
@@ -64,22 +50,9 @@ def claim_ms(raw, driver, name):
 
 
 def overflow(raw, driver, args):
-    """{label: (posts/s, claim (latency, Redis CPU) ms)}. The two queues take turns,
-    call by call, so a change in the machine's load hits both alike."""
-    queues = {'without retention': queue(driver),
-              'length %d' % args.length: queue(driver,
-                                               {'length': args.length})}
-    posting = {label: 0.0 for label in queues}
-    for start in range(0, args.posted, 10):
-        for label, name in queues.items():
-            posting[label] += post_seconds(driver, name, start)
-    latencies = {label: [] for label in queues}
-    for n in range(args.claims):
-        for label, name in queues.items():
-            post_seconds(driver, name, n * 10)
-            latencies[label].append(claim_ms(raw, driver, name))
-    return {label: (args.posted / posting[label], latencies[label])
-            for label in queues}
+    """{label: (posts/s, claim (latency, Redis CPU) ms)}."""
+    return retention.overflow(driver, args,
+                              lambda name: claim_ms(raw, driver, name))
 
 
 def timed(raw, call):
@@ -198,18 +171,8 @@ def report_removal(removed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--posted', type=int, default=100000)
-    parser.add_argument('--length', type=int, default=10000)
-    parser.add_argument('--queues', type=int, default=100)
-    parser.add_argument('--queue-size', type=int, default=10000)
-    parser.add_argument('--claims', type=int, default=1000)
-    parser.add_argument('--quick', action='store_true')
-    args = parser.parse_args()
-    if args.quick:
-        for name in ('posted', 'length', 'queues', 'queue_size', 'claims'):
-            setattr(args, name, max(1, getattr(args, name) // 10))
-    run(args)
+    run(report.sizes(__doc__, dict(posted=100000, length=10000, queues=100,
+                                   queue_size=10000, claims=1000)))
 
 
 if __name__ == '__main__':

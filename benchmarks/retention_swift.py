@@ -18,7 +18,10 @@ take hours on a test machine.
   retention cleanup) over ``--queues`` queues of ``--queue-size`` messages
   each with nothing to remove (time 1 hour, length above the size),
   against the same pass over as many empty queues; and the retention
-  cleanup (``clean_queue``) alone. Target ratio <= 2.
+  cleanup (``clean_queue``) alone; medians of three passes. Target ratio
+  <= 2. The first pass over a queue is deep (it lists the whole queue,
+  then writes gc's summary, docs/swift.md "gc: deep and light passes"),
+  the next two are light, as every pass is until something falls due.
 * ``removal``: the cleanup removing N messages past retention ``time``,
   for two N: time per message (O(N) when the two are about equal).
 """
@@ -27,8 +30,10 @@ import argparse
 import functools
 import statistics
 import time
-import uuid
 
+from benchmarks.report import percentile
+from benchmarks import retention
+from benchmarks.retention import PROJECT, post_seconds, queue
 from tests import backends
 from tests.factories import swift as swift_factory
 from tests.servers.redis_server import RedisServer
@@ -36,8 +41,6 @@ from tests.servers.swift_server import SwiftServer
 from zaqar_delay.drivers.swift import names
 
 CLAIM = {'ttl': 600, 'grace': 60}
-CLIENT = uuid.UUID('33333333-3333-4333-8333-333333333333')
-PROJECT = 'bench'
 
 
 def make_driver(redis_url, swift):
@@ -47,20 +50,6 @@ def make_driver(redis_url, swift):
                       group=swift_factory.GROUP)
     return driver.DataDriver(conf, None,
                              backends.control_driver(conf, redis_url))
-
-
-def queue(driver, retention=None):
-    name = 'r-' + uuid.uuid4().hex[:8]
-    metadata = {'_retention': retention} if retention else {}
-    driver.queue_controller.create(name, metadata=metadata, project=PROJECT)
-    return name
-
-
-def post_seconds(driver, name, start):
-    messages = [{'ttl': 3600, 'body': n} for n in range(start, start + 10)]
-    started = time.perf_counter()
-    driver.message_controller.post(name, messages, CLIENT, project=PROJECT)
-    return time.perf_counter() - started
 
 
 def post_many(driver, name, count):
@@ -79,26 +68,9 @@ def claim_ms(driver, name):
     return latency
 
 
-def percentile(values, pct):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, len(ordered) * pct // 100)]
-
-
 def overflow(driver, args):
-    queues = {'without retention': queue(driver),
-              'length %d' % args.length: queue(driver,
-                                               {'length': args.length})}
-    posting = {label: 0.0 for label in queues}
-    for start in range(0, args.posted, 10):
-        for label, name in queues.items():
-            posting[label] += post_seconds(driver, name, start)
-    latencies = {label: [] for label in queues}
-    for n in range(args.claims):
-        for label, name in queues.items():
-            post_seconds(driver, name, n * 10)
-            latencies[label].append(claim_ms(driver, name))
-    return {label: (args.posted / posting[label], latencies[label])
-            for label in queues}
+    return retention.overflow(driver, args,
+                              lambda name: claim_ms(driver, name))
 
 
 def timed(call):

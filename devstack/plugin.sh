@@ -81,7 +81,7 @@ function restart_zaqar_for_delay {
 # start_zaqar_delay_gc - the cleanup daemon, when zaqar-delay-gc is enabled.
 function start_zaqar_delay_gc {
     run_process zaqar-delay-gc "$(get_python_exec_prefix)/zaqar-delay-gc \
---config-file $ZAQAR_CONF --interval $ZAQAR_DELAY_GC_INTERVAL"
+--config-file $ZAQAR_CONF --full_scan_time $ZAQAR_DELAY_GC_FULL_SCAN_TIME"
 }
 
 function stop_zaqar_delay_gc {

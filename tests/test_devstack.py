@@ -190,7 +190,20 @@ def test_extra_restarts_zaqar_and_starts_gc(devstack):
         'restart_service devstack@zaqar-wsgi',
         'restart_service devstack@zaqar-websocket',
         'run_process zaqar-delay-gc /opt/stack/data/venv/bin/zaqar-delay-gc '
-        '--config-file {} --interval 60'.format(devstack.zaqar_conf)]
+        '--config-file {} --full_scan_time 60'.format(devstack.zaqar_conf)]
+
+
+@pytest.mark.parametrize('settings', [
+    {'ZAQAR_DELAY_GC_FULL_SCAN_TIME': '30'},
+    # The old name of the setting, from before --interval was deprecated.
+    {'ZAQAR_DELAY_GC_INTERVAL': '30'},
+])
+def test_gc_is_paced_by_full_scan_time(devstack, settings):
+    devstack.ok('stack', 'extra', ENABLED_SERVICES='zaqar-delay-gc',
+                **settings)
+    assert devstack.calls == [
+        'run_process zaqar-delay-gc /opt/stack/data/venv/bin/zaqar-delay-gc '
+        '--config-file {} --full_scan_time 30'.format(devstack.zaqar_conf)]
 
 
 def test_unstack_stops_gc(devstack):

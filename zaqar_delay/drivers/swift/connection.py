@@ -26,7 +26,12 @@ LOG = logging.getLogger(__name__)
 SCHEMES = ('delay.swift', 'swift')
 AUTH_SYSTEMS = ('v1', 'keystone')
 LISTING_LIMIT = 10000   # Swift's default container_listing_limit
-BULK_LIMIT = 1000       # well under Swift's max_deletes_per_request
+# Names per bulk delete. Swift's bulk middleware deletes them a few at a
+# time (delete_concurrency, default 2) before it answers, so 1000 took
+# longer than ``timeout`` on a loaded cluster and the client retried the
+# whole request. A removal batch (tuples_per_iteration messages, several
+# names each) is sent as as many requests of this size as it needs.
+BULK_LIMIT = 200
 OWNER = 'X-Object-Meta-Zd-Owner'
 
 
@@ -205,8 +210,8 @@ class Store:
         self.call('delete_object', container, name, expect=(404, 409))
 
     def delete_many(self, container, names):
-        """Delete objects in one bulk-delete request per 1000 names, or one
-        DELETE each where the bulk middleware is not installed."""
+        """Delete objects in one bulk-delete request per BULK_LIMIT names,
+        or one DELETE each where the bulk middleware is not installed."""
         names = list(dict.fromkeys(names))
         if not names:
             return

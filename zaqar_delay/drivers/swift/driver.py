@@ -5,7 +5,6 @@ clock (``time.time()``), taken once per operation; see docs/swift.md for
 what that and Swift's other limits mean for each guarantee.
 """
 
-import datetime
 import functools
 import time
 
@@ -26,6 +25,7 @@ from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention
 from zaqar_delay.drivers.swift import state
 from zaqar_delay.drivers.swift import subscriptions
+from zaqar_delay.drivers.swift import summary
 
 LOG = logging.getLogger(__name__)
 
@@ -83,9 +83,10 @@ class DataDriver(base.DataDriver):
         """Settle every queue: redeliver expired claims, promote due
         messages, delete expired ones, finish abandoned pops and moves,
         remove drafts of posts cut short, repair groups left without a
-        filed head, then remove what retention no longer keeps
-        (clean_queue). Safe on several hosts at
-        once: each step is idempotent or a conditional create."""
+        filed head, delete the locks of removed messages, then remove
+        what retention no longer keeps (clean_queue). A queue where none
+        of that can be due gets a light pass (summary.py). Safe on several
+        hosts at once: each step is idempotent or a conditional create."""
         dropped = self.gc_each(
             ('queue container {!r}'.format(container),
              functools.partial(self._gc_and_clean, container))
@@ -111,12 +112,15 @@ class DataDriver(base.DataDriver):
         qs = state.QueueState(self.store, container,
                               self.store_conf.expiry_margin)
         qs.settle(now)
-        expired, positions = [], {}
+        if summary.quiet(qs, now, GC_ABANDONED_S):
+            return 0
+        expired, positions, highest = [], {}, None
         for entry in self.store.listing_all(container, 'p/'):
             fields = names.position_fields(entry)
             if fields is None:
                 continue
             positions[fields['id']] = fields
+            highest = fields['pos']
             if fields['e'] <= now:
                 expired.append((fields['id'], fields['pos'], None,
                                 fields['g']))
@@ -125,11 +129,14 @@ class DataDriver(base.DataDriver):
             for victim in expired:
                 positions.pop(victim[0], None)
         delayed, members, ready, locks = drafts.indexes(qs)
+        locks, more = _drop_leaked_locks(qs, locks, positions, now)
         latest = self._finish_abandoned(qs, container, locks, positions,
                                         now)
-        drafts.clean(qs, positions,
-                     drafts.filed_ids(delayed, members, ready, locks), now)
+        filed = drafts.filed_ids(delayed, members, ready, locks)
+        more |= drafts.clean(qs, positions, filed, now) >= \
+            state.SETTLE_BATCH
         groups.repair(qs, now, positions, latest, members, delayed + ready)
+        summary.write(qs, now, highest, positions, filed, more)
         return len(expired)
 
     def _finish_abandoned(self, qs, container, locks, positions, now):
@@ -143,8 +150,7 @@ class DataDriver(base.DataDriver):
                 latest[message_id] = (attempt, entry)
         self._heal_orphans(qs, latest, now)
         stale = [(mid, entry) for mid, (_, entry) in latest.items()
-                 if names.ct_params(entry.get('content_type')).get('c')
-                 in names.TAKEN and _age_s(entry, now) > GC_ABANDONED_S]
+                 if summary.abandoned(entry, now, GC_ABANDONED_S)]
         if not stale:
             return latest
         meta = self.store.container_meta(container) or {}
@@ -188,7 +194,7 @@ class DataDriver(base.DataDriver):
         for message_id, (attempt, entry) in latest.items():
             holder = names.ct_params(entry.get('content_type')).get('c')
             if (holder is None or holder in names.TAKEN
-                    or _age_s(entry, now) <= bound
+                    or summary.age_s(entry, now) <= bound
                     or qs.claim_record(holder, cache) is not None):
                 continue
             message = qs.message(message_id, now)
@@ -197,7 +203,28 @@ class DataDriver(base.DataDriver):
                                   now, message.gk)
 
 
-def _age_s(entry, now_ms):
-    modified = datetime.datetime.fromisoformat(
-        entry['last_modified']).replace(tzinfo=datetime.timezone.utc)
-    return now_ms / 1000 - modified.timestamp()
+def _drop_leaked_locks(qs, locks, positions, now):
+    """Delete the locks of messages that are gone (a retention removal's
+    ``ret`` lock, kept as a tombstone against a retried PUT, or a lock
+    taken while a remover ran), once every lock of the message is older
+    than GC_ABANDONED_S: at most SETTLE_BATCH messages per pass, each one
+    HEAD of ``m/`` first (a message whose ``p/`` a bulk delete took but
+    not its ``m/`` keeps its locks). ``positions``: id -> ``p/`` fields
+    of the messages listed. Returns the locks left and whether more may
+    be leaked."""
+    by_id = {}
+    for entry in locks:
+        by_id.setdefault(names.parse_lock(entry['name'])[0], []).append(
+            entry)
+    suspects = [mid for mid, entries in by_id.items()
+                if mid not in positions and all(
+                    summary.age_s(e, now) > GC_ABANDONED_S for e in entries)]
+    more = len(suspects) > state.SETTLE_BATCH
+    suspects = suspects[:state.SETTLE_BATCH]
+    gone = {mid for mid, found in zip(suspects, qs.store.parallel(
+        lambda mid: qs.store.head(qs.c, names.message_obj(mid)), suspects))
+        if found is None}
+    qs.store.delete_many(qs.c, [e['name'] for mid in gone
+                                for e in by_id[mid]])
+    return [e for e in locks
+            if names.parse_lock(e['name'])[0] not in gone], more

@@ -73,6 +73,11 @@ object                     holds
 ``w/P``                    a message at position P was removed while the
                            queue had persistent consumers: their ``lost``
                            (consumers.py).
+``z/gc``                   what gc's last deep pass saw: Content-Type ``p``
+                           (the highest position it listed) and ``next``
+                           (ms: when something it saw falls due), so a
+                           pass with nothing due lists little
+                           (summary.py).
 =========================  ==================================================
 
 Persistent consumer state is ``v/<consume_id>/<seq>`` in the subscription
@@ -134,6 +139,8 @@ RECEIVED_MEMORY_S = 900
 # A message posted at epoch ms T takes a position of at least
 # T * POS_PER_MS (messages.py), which retention's age cut relies on.
 POS_PER_MS = 1000
+# gc's per-queue summary (summary.py).
+GC_SUMMARY = 'z/gc'
 GROUP_HEX_BYTES = 256
 GROUP_HASH_CHARS = 20
 

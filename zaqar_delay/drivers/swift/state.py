@@ -107,7 +107,7 @@ class QueueState:
         """Delete messages: ``victims`` are (id, position, attempts, group
         key) with attempts None when the locks must be listed first. Each
         group that lost a member is advanced afterwards; the objects go in
-        victims' order, in one request per 1000."""
+        victims' order, in bulk deletes of connection.BULK_LIMIT."""
         victims = list(victims)
         missing = [v[0] for v in victims if v[2] is None]
         found = dict(zip(missing, self.store.parallel(
