@@ -47,7 +47,8 @@ def kill_master(cluster, node, until_cluster_fails, timeout=60):
     stays down until the others have marked it failed and the cluster
     answers CLUSTERDOWN (after ``cluster-node-timeout``); otherwise it is
     restarted at once, usually before the others notice. Returns the
-    seconds the node was down."""
+    seconds the node was down and the seconds until the cluster was ok
+    again (from the kill)."""
     others = [n for n in cluster.nodes if n is not node]
     node.stop()
     down = time.monotonic()
@@ -63,4 +64,4 @@ def kill_master(cluster, node, until_cluster_fails, timeout=60):
     outage = time.monotonic() - down
     node.start()
     cluster.wait_ok(timeout)
-    return outage
+    return outage, time.monotonic() - down

@@ -45,7 +45,7 @@ def test_killed_master_keeps_acknowledged_writes(cluster,
     for key in written:
         assert command(node.port, 'SET', key, 'v') == b'+OK'
     old_pid = node.pid
-    outage = redis_faults.kill_master(cluster, node, until_cluster_fails)
+    outage, _ = redis_faults.kill_master(cluster, node, until_cluster_fails)
     assert node.pid != old_pid
     if until_cluster_fails:
         # Down until the others marked it failed: cluster-node-timeout.
