@@ -33,30 +33,15 @@ import uuid
 
 import pytest
 
-from tests.conftest import unavailable
 from tests.faults import harness
 from tests.faults import redis_faults
 from tests.faults import workers
-from tests.servers import redis_cluster as cluster_module
-from tests.servers import redis_server
 
 pytestmark = pytest.mark.slow
 
 LONG = bool(os.environ.get('ZAQAR_DELAY_LONG_FAULTS'))
 SOCKET_TIMEOUT = 0.5
 STALL_SECONDS = 1.2
-
-
-@pytest.fixture
-def cluster():
-    """A cluster of this test's own: its masters get killed."""
-    try:
-        started = cluster_module.RedisCluster(masters=3,
-                                              appendonly=True).start()
-    except redis_server.RedisUnavailable as exc:
-        unavailable(str(exc))
-    yield started
-    started.stop()
 
 
 def spread_queues(cluster, project, suffix):
@@ -87,8 +72,9 @@ def error_kinds(directory):
     return dict(found.most_common(12))
 
 
-def test_history_under_cluster_faults(cluster, redis_url, tmp_path):
+def test_history_under_cluster_faults(own_cluster, redis_url, tmp_path):
     from zaqar_delay.drivers.redis import driver as redis_driver
+    cluster = own_cluster
     suffix = uuid.uuid4().hex[:6]
     project = 'faults-' + suffix
     spec = {

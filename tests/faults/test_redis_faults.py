@@ -4,25 +4,10 @@ import socket
 
 import pytest
 
-from tests.conftest import unavailable
 from tests.faults import redis_faults
-from tests.servers import redis_cluster as cluster_module
-from tests.servers import redis_server
 from tests.servers.redis_cluster import command
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope='module')
-def cluster():
-    """One cluster for these tests: each leaves it ok again."""
-    try:
-        started = cluster_module.RedisCluster(masters=3,
-                                              appendonly=True).start()
-    except redis_server.RedisUnavailable as exc:
-        unavailable(str(exc))
-    yield started
-    started.stop()
 
 
 def own_keys(node, count):
@@ -38,8 +23,9 @@ def own_keys(node, count):
 
 
 @pytest.mark.parametrize('until_cluster_fails', [False, True])
-def test_killed_master_keeps_acknowledged_writes(cluster,
+def test_killed_master_keeps_acknowledged_writes(own_cluster,
                                                  until_cluster_fails):
+    cluster = own_cluster
     node = cluster.nodes[1]
     written = own_keys(node, 50)
     for key in written:
@@ -54,8 +40,8 @@ def test_killed_master_keeps_acknowledged_writes(cluster,
     assert all(command(node.port, 'GET', key) == b'v' for key in written)
 
 
-def test_drop_clients_closes_other_connections(cluster):
-    port = cluster.nodes[0].port
+def test_drop_clients_closes_other_connections(own_cluster):
+    port = own_cluster.nodes[0].port
     with socket.create_connection(('127.0.0.1', port), timeout=5) as sock:
         sock.sendall(b'PING\r\n')
         assert sock.recv(16) == b'+PONG\r\n'
