@@ -1,9 +1,10 @@
 """Redis: a call retried after a lost reply has the effect of one call.
 
-``lose_next_reply`` makes the next store call run in Redis and then fail
+``lose_next_reply`` makes the next script call run in Redis and then fail
 with a ConnectionError, as when a reply is lost or the socket times out
 while Redis is busy; the driver's one retry policy (connection.guarded)
-then runs it again. Optionally something happens in between, as another
+then runs it again. (A post registers its queue first, in a call of its
+own: the lost reply is the post script's.) Optionally something happens in between, as another
 consumer's work would.
 """
 
@@ -23,20 +24,18 @@ def raw(redis_url):
 def lose_next_reply(driver, conf, monkeypatch):
     # The driver took its options when it was built: set them on it.
     monkeypatch.setattr(driver.store_conf, 'reconnect_sleep', 0.0)
-    original = driver.guarded
+    original = driver.scripts.run
     armed = []
 
-    def guarded(call):
-        def lossy():
-            result = call()
-            if armed:
-                between = armed.pop()
-                between()
-                raise redis_py.exceptions.ConnectionError('reply lost')
-            return result
-        return original(lossy)
+    def lossy(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if armed:
+            between = armed.pop()
+            between()
+            raise redis_py.exceptions.ConnectionError('reply lost')
+        return result
 
-    monkeypatch.setattr(driver, 'guarded', guarded)
+    monkeypatch.setattr(driver.scripts, 'run', lossy)
 
     def arm(between=lambda: None):
         armed.append(between)

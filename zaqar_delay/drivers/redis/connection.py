@@ -7,6 +7,7 @@ import redis
 from oslo_log import log as logging
 from oslo_utils import netutils
 from redis import backoff
+from redis import cluster
 from redis import retry
 from redis import sentinel
 
@@ -31,11 +32,13 @@ def client_from_uri(uri, socket_timeout):
     with redis-py's own retries off.
 
     Forms: ``delay.redis://[[user]:password@]host[:port][/db]``,
-    ``delay.redis:///path/redis.sock[?db=N]``, and Zaqar's Sentinel form
+    ``delay.redis:///path/redis.sock[?db=N]``, Zaqar's Sentinel form
     ``delay.redis://[[user]:password@]host1[:port],host2[:port][/db]
     ?master=NAME[&sentinel_username=U&sentinel_password=P]`` (sentinel
-    port 26379 by default; the password is the master's). ``?dbid=N``, as
-    in Zaqar's own URIs, is the same as ``/N``."""
+    port 26379 by default; the password is the master's), and the Redis
+    Cluster form ``delay.redis://[[user]:password@]host1[:port][,host2
+    [:port],...]?cluster=true`` (seed nodes, any reachable one suffices).
+    ``?dbid=N``, as in Zaqar's own URIs, is the same as ``/N``."""
     parsed = parse.urlparse(uri)
     if parsed.scheme not in SCHEMES:
         raise ValueError('Redis URI must start with delay.redis:// or '
@@ -45,6 +48,14 @@ def client_from_uri(uri, socket_timeout):
     username, _, password = credentials.partition(':')
     auth = dict(username=parse.unquote(username) or None,
                 password=parse.unquote(password) or None)
+    if is_cluster(query):
+        if 'master' in query:
+            raise ValueError(
+                'Redis URI has both ?cluster=true and ?master={!r}: a Redis '
+                'Cluster has no Sentinel master; give one or the other'
+                .format(query['master']))
+        return _cluster_client(hosts, _db(parsed, query), auth,
+                               socket_timeout)
     if 'master' in query:
         return _sentinel_client(hosts, query, _db(parsed, query), auth,
                                 socket_timeout)
@@ -61,6 +72,46 @@ def client_from_uri(uri, socket_timeout):
     return redis.Redis(unix_socket_path=parsed.path,
                        db=int(query.get('db', '0')),
                        socket_timeout=socket_timeout, **auth, **NO_RETRY)
+
+
+def is_cluster(query):
+    """Whether a parsed URI query (a dict) asks for Redis Cluster."""
+    value = query.get('cluster', 'false').lower()
+    if value not in ('true', 'false'):
+        raise ValueError('Redis URI: cluster={!r} must be true or false'
+                         .format(query['cluster']))
+    return value == 'true'
+
+
+def uri_is_cluster(uri):
+    return is_cluster(dict(parse.parse_qsl(parse.urlparse(uri).query)))
+
+
+def _cluster_client(hosts, db, auth, socket_timeout):
+    """A Redis Cluster client that starts from the seed nodes ``hosts``.
+
+    redis-py follows MOVED and ASK redirections itself (the command did
+    not run, so following them is always safe) and retries TRYAGAIN a few
+    times; every other failure comes up to :func:`guarded` (retry=0: one
+    retry policy, ours). Connecting reads the slot map, so the client is
+    built inside ``guarded`` (see the driver's ``connection``)."""
+    if db:
+        raise ValueError('Redis Cluster URI: database {} given, but a '
+                         'cluster has only database 0'.format(db))
+    seeds = []
+    for host in hosts.split(','):
+        try:
+            name, port = netutils.parse_host_port(host, 6379)
+        except ValueError:
+            raise ValueError('Redis Cluster URI: {!r} is not host[:port]'
+                             .format(host)) from None
+        if not name:
+            raise ValueError('Redis Cluster URI: {!r} names no host'
+                             .format(host))
+        seeds.append(cluster.ClusterNode(name, port))
+    return cluster.RedisCluster(
+        startup_nodes=seeds, socket_timeout=socket_timeout,
+        retry=retry.Retry(backoff.NoBackoff(), 0), **auth)
 
 
 def _db(parsed, query):
@@ -101,6 +152,26 @@ def _sentinel_client(hosts, query, db, auth, socket_timeout):
                                **NO_RETRY)
 
 
+# Retried: lost connections and timeouts (see guarded) and the Redis
+# Cluster answers that say the command did not run, so any call may be
+# retried after them: CLUSTERDOWN (a master is unreachable, or the
+# cluster is failing over), TRYAGAIN left after redis-py's own tries (a
+# slot is being migrated), a slot no node serves in the client's map, and
+# redirections that outlasted redis-py's 16 hops ("TTL exhausted").
+UNREACHABLE = (redis.exceptions.ConnectionError,
+               redis.exceptions.TimeoutError)
+RETRIED = UNREACHABLE + (redis.exceptions.ClusterDownError,
+                         redis.exceptions.TryAgainError,
+                         redis.exceptions.SlotNotCoveredError,
+                         redis.exceptions.ClusterError)
+
+
+def _retried(exc):
+    """Other cluster client errors are our own mistakes (keys of two slots
+    in one command), except when no seed node answered for the slot map."""
+    return isinstance(exc, RETRIED) or isinstance(exc.__cause__, UNREACHABLE)
+
+
 # How often a call waiting out a LOADING Redis tries again.
 LOADING_POLL = 0.2
 
@@ -131,11 +202,10 @@ def guarded(call, attempts, sleep, loading_wait=0.0):
             LOG.error('Redis still loading after %.1f s: %s', loading_wait,
                       exc)
             raise errors.BackendUnavailable(backend='Redis', reason=exc)
-        except (redis.exceptions.ConnectionError,
-                redis.exceptions.TimeoutError) as exc:
-            if attempt == attempts:
-                LOG.error('Redis unreachable after %d attempts: %s',
-                          attempts + 1, exc)
+        except (*RETRIED, redis.exceptions.RedisClusterException) as exc:
+            if attempt == attempts or not _retried(exc):
+                LOG.error('Redis unavailable after %d attempts: %s',
+                          attempt + 1, exc)
                 raise errors.BackendUnavailable(backend='Redis', reason=exc)
             time.sleep(sleep * (2 ** attempt))
             attempt += 1

@@ -44,8 +44,10 @@ class DataDriver(base.DataDriver):
 
     @decorators.lazy_property(write=False)
     def connection(self):
-        return connection.client_from_uri(self.store_conf.uri,
-                                          self.store_conf.socket_timeout)
+        # A cluster client reads the slot map when it is built: retried
+        # (and a 503 when no seed answers) as any other Redis call.
+        return self.guarded(lambda: connection.client_from_uri(
+            self.store_conf.uri, self.store_conf.socket_timeout))
 
     @decorators.lazy_property(write=False)
     def scripts(self):
@@ -86,6 +88,13 @@ class DataDriver(base.DataDriver):
                 '[{}] replica_ack_timeout = {} must be below socket_timeout '
                 '= {}'.format(redis_conf.GROUP_NAME, store.replica_ack_timeout,
                               store.socket_timeout))
+        if store.replica_acks and connection.uri_is_cluster(store.uri):
+            # WAIT counts the replicas of the node it is sent to, and a
+            # pipeline on a cluster is split over several masters.
+            raise ValueError(
+                '[{}] replica_acks = {} is not supported with Redis Cluster '
+                '(uri has ?cluster=true); set it to 0'.format(
+                    redis_conf.GROUP_NAME, store.replica_acks))
 
     def run_script(self, name, queue, project, *args, client=None):
         run = functools.partial(self.scripts.run, name, queue, project,

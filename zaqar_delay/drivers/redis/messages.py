@@ -34,16 +34,17 @@ class MessageController(controller.MessageController):
             args += [message.id, message.ttl, message.delay,
                      message.body_json, message.group or '',
                      message.checksum or '']
-        registry_entry = keys.queue_tag(queue, project)
-
-        def post(pipe):
-            # Stored first, registered second: a post racing the queue's
-            # deletion is then registered again after the purge has
-            # unregistered the queue (see _purge_queue), so gc finds it.
-            self._run('post', queue, project, *args, client=pipe)
-            pipe.sadd(keys.QUEUE_REGISTRY, registry_entry)
-
-        self.driver.pipelined(post)
+        # Registered first, in its own round trip: the registry lives in
+        # another Redis Cluster slot than the queue, and once the post has
+        # stored anything gc must know the queue, even if the reply is
+        # lost and the retry never comes. A post that found the queue
+        # empty registers it again afterwards: it may have raced the
+        # queue's deletion, whose purge unregisters the queue after
+        # emptying it (see _purge_queue), and gc must still find it.
+        self.driver.register_queue(queue, project)
+        _, was_empty = self._run('post', queue, project, *args)
+        if was_empty:
+            self.driver.register_queue(queue, project)
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,
               include_claimed, include_delayed, retention):

@@ -7,7 +7,9 @@
 -- _common.lua), is skipped, so neither a retried post nor a repeated
 -- outbox copy can duplicate or resurrect a message (its position is then
 -- left unused: positions only need to increase).
--- Returns NOW.
+-- Returns {NOW, 1 if the queue held no message and no outbox entry
+-- before this call else 0} (the caller then registers the queue again).
+local was_empty = redis.call('EXISTS', MSGS, OUTBOX) == 0 and 1 or 0
 local count = (#ARGV - 3) / 6
 local pos = redis.call('INCRBY', SEQ, count) - count
 for i = 4, #ARGV, 6 do
@@ -35,4 +37,4 @@ for i = 4, #ARGV, 6 do
     end
   end
 end
-return NOW
+return {NOW, was_empty}
