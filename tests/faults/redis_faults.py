@@ -40,27 +40,28 @@ def cluster_state(node):
     return None
 
 
-def kill_master(cluster, node, until_cluster_fails, timeout=60):
+def kill_master(cluster, node, hold_after_fail=None, timeout=60):
     """SIGKILL ``node`` (a master of ``cluster``), restart it on its port
     and directory (append-only file and nodes.conf), and wait until every
-    node says ``cluster_state:ok``. With ``until_cluster_fails``, the node
-    stays down until the others have marked it failed and the cluster
-    answers CLUSTERDOWN (after ``cluster-node-timeout``); otherwise it is
-    restarted at once, usually before the others notice. Returns the
-    seconds the node was down and the seconds until the cluster was ok
-    again (from the kill)."""
+    node says ``cluster_state:ok``. With ``hold_after_fail`` (seconds), the
+    node stays down until the others have marked it failed and the whole
+    cluster answers CLUSTERDOWN (after ``cluster-node-timeout``), and that
+    much longer; otherwise it is restarted at once, usually before the
+    others notice. Returns the seconds the node was down and the seconds
+    until the cluster was ok again (from the kill)."""
     others = [n for n in cluster.nodes if n is not node]
     node.stop()
     down = time.monotonic()
-    if until_cluster_fails:
+    if hold_after_fail is None:
+        time.sleep(0.3)
+    else:
         deadline = down + timeout
         while not any(cluster_state(n) == 'fail' for n in others):
             if time.monotonic() > deadline:
                 raise RuntimeError('cluster still ok {} s after a master '
                                    'was killed'.format(timeout))
             time.sleep(0.1)
-    else:
-        time.sleep(0.3)
+        time.sleep(hold_after_fail)
     outage = time.monotonic() - down
     node.start()
     cluster.wait_ok(timeout)
