@@ -11,7 +11,10 @@ file off like the other servers here) through the cluster client, the
 queues named so that their hash tags fall on the masters in turn, as many
 queues do on average. Prints messages per second of all clients together
 (median of the rounds; topologies alternate so that noise falls on all)
-and the pooled / single and cluster / single ratios.
+and the pooled / single and cluster / single ratios; then the CPU time the
+clients' Python (our driver, redis-py, Zaqar's pipeline) used per
+message, which bounds throughput where clients and servers share a few
+cores.
 """
 
 import argparse
@@ -65,13 +68,14 @@ def _client(directory, uris, topology, queue, project, total, start, out):
                                    project=project)
     out.put('ready')
     start.wait()
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     for _ in range(total // 10):
         driver.message_controller.post(queue, batch, workloads.CLIENT,
                                        project=project)
-    posted = time.perf_counter()
+    posted, cpu_posted = time.perf_counter(), time.process_time()
     workloads.drain(driver, project, queue, total + 1)  # + the warm-up
-    out.put((began, posted, time.perf_counter()))
+    out.put((began, posted, time.perf_counter(), cpu_posted - cpu_began,
+             time.process_time() - cpu_posted))
 
 
 def spread(cluster, project, count):
@@ -89,7 +93,8 @@ def spread(cluster, project, count):
 
 
 def run_round(directory, uris, topology, clients, total, cluster):
-    """(post msg/s, claim+delete msg/s) of ``clients`` processes."""
+    """(post msg/s, claim+delete msg/s) of ``clients`` processes, and
+    the CPU their Python used per message (µs) in each phase."""
     control, _ = _drivers(directory, uris, topology)
     project = 'bench-' + uuid.uuid4().hex[:6]
     queues = (spread(cluster, project, clients) if topology == 'cluster'
@@ -118,7 +123,9 @@ def run_round(directory, uris, topology, clients, total, cluster):
     # Post phases overlap claim phases of faster clients a little; the
     # figures are per phase boundary of the slowest client.
     return (clients * total / (posted - began),
-            clients * total / (ended - min(t[1] for t in times)))
+            clients * total / (ended - min(t[1] for t in times)),
+            sum(t[3] for t in times) * 1e6 / (clients * total),
+            sum(t[4] for t in times) * 1e6 / (clients * total))
 
 
 def main(argv=None):
@@ -140,7 +147,7 @@ def main(argv=None):
               'rounds); {} CPU cores shared by every server and client, '
               'load average {:.1f}'.format(total, rounds, os.cpu_count(),
                                            os.getloadavg()[0]))
-        print('{:<8} {:<24} {:>10} {:>10} {:>10} {:>7} {:>8}'.format(
+        print('{:<8} {:<32} {:>10} {:>10} {:>10} {:>7} {:>8}'.format(
             'clients', '', 'one Redis', '2 pools', 'cluster 3', 'pools',
             'cluster'))
         for clients in args.clients:
@@ -149,12 +156,14 @@ def main(argv=None):
                 for topology in TOPOLOGIES:
                     rates[topology].append(run_round(
                         directory, uris, topology, clients, total, cluster))
-            for index, label in enumerate(('post (10/post)',
-                                           'claim+delete (10/claim)')):
+            for index, label in enumerate((
+                    'post (10/post)', 'claim+delete (10/claim)',
+                    'post: client CPU us/msg',
+                    'claim+delete: client CPU us/msg')):
                 single, pools, clustered = (
                     statistics.median(r[index] for r in rates[topology])
                     for topology in TOPOLOGIES)
-                print('{:<8} {:<24} {:>10,.0f} {:>10,.0f} {:>10,.0f} '
+                print('{:<8} {:<32} {:>10,.0f} {:>10,.0f} {:>10,.0f} '
                       '{:>6.2f}x {:>7.2f}x'.format(
                           clients, label, single, pools, clustered,
                           pools / single, clustered / single))
