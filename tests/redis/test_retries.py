@@ -4,8 +4,8 @@
 with a ConnectionError, as when a reply is lost or the socket times out
 while Redis is busy; the driver's one retry policy (connection.guarded)
 then runs it again. (A post registers its queue first, in a call of its
-own: the lost reply is the post script's.) Optionally something happens in between, as another
-consumer's work would.
+own: the lost reply is the post script's.) Optionally something happens
+in between, as another consumer's work would.
 """
 
 import pytest
@@ -202,6 +202,31 @@ def test_a_post_racing_queue_deletion_stays_known_to_gc(
     driver.message_controller._purge_queue('q', project)
     tag = keys.queue_tag('q', project).encode()
     assert raw.sismember(keys.QUEUE_REGISTRY, tag)
+    clock.advance(61)
+    assert driver.gc().expired >= 1
+    assert raw.exists(keys.queue_prefix('q', project) + ':msgs') == 0
+
+
+def test_a_post_racing_queue_deletion_from_its_start_stays_known_to_gc(
+        driver, raw, project, clock, monkeypatch):
+    # The post registers the queue, then the whole deletion runs (purge,
+    # unregister, nothing left to keep registered), then the post's script
+    # stores into the emptied queue: the post must register it again.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'before')
+    original = driver.register_queue
+    purges = [driver.message_controller._purge_queue]
+
+    def deletion_runs_in_between(queue, project):
+        original(queue, project)
+        if purges:
+            purges.pop()(queue, project)
+
+    monkeypatch.setattr(driver, 'register_queue', deletion_runs_in_between)
+    post(driver, 'q', project, 'racing', ttl=60)
+    tag = keys.queue_tag('q', project).encode()
+    assert raw.sismember(keys.QUEUE_REGISTRY, tag)
+    assert [m['body'] for m in listed(driver, 'q', project)] == ['racing']
     clock.advance(61)
     assert driver.gc().expired >= 1
     assert raw.exists(keys.queue_prefix('q', project) + ':msgs') == 0

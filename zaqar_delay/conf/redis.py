@@ -18,9 +18,12 @@ uri = cfg.StrOpt(
          '?master=NAME, which lists Sentinels (port 26379 by default) that '
          'watch the master called NAME, adds sentinel_username and '
          'sentinel_password to the query when the Sentinels need them, and '
-         'follows a failover without a restart. The plain redis:// scheme '
-         'is accepted too. Redis Cluster is not supported. Put passwords in '
-         'the URI only on hosts where zaqar.conf is private.')
+         'follows a failover without a restart; or, with Redis Cluster, '
+         'delay.redis://[:password@]host1[:port][,host2[:port],...]'
+         '?cluster=true, which lists seed nodes of the cluster (any one '
+         'that answers suffices; database 0 only). The plain redis:// '
+         'scheme is accepted too. Put passwords in the URI only on hosts '
+         'where zaqar.conf is private.')
 
 socket_timeout = cfg.FloatOpt(
     'socket_timeout', default=5.0, min=0.1,

@@ -62,8 +62,9 @@ def client_from_uri(uri, socket_timeout):
     if ',' in hosts:
         raise ValueError('Redis URI names several hosts ({!r}) but no '
                          '?master=: a list of hosts is a list of Sentinels '
-                         'and needs the name of the master they watch'
-                         .format(hosts))
+                         'and needs the name of the master they watch, or '
+                         'the seed nodes of a Redis Cluster with '
+                         '?cluster=true'.format(hosts))
     if parsed.hostname:
         return redis.Redis(host=parsed.hostname, port=parsed.port or 6379,
                            db=_db(parsed, query),
@@ -112,6 +113,15 @@ def _cluster_client(hosts, db, auth, socket_timeout):
     return cluster.RedisCluster(
         startup_nodes=seeds, socket_timeout=socket_timeout,
         retry=retry.Retry(backoff.NoBackoff(), 0), **auth)
+
+
+def on_every_master(client):
+    """Keyword arguments that send a node-level command (PING, INFO) to
+    every master of a cluster; none for a single server. With them a
+    cluster client's INFO answers {node name: info}."""
+    if isinstance(client, cluster.RedisCluster):
+        return dict(target_nodes=cluster.RedisCluster.PRIMARIES)
+    return {}
 
 
 def _db(parsed, query):

@@ -109,8 +109,11 @@ class DataDriver(base.DataDriver):
         """Send the commands ``fill(pipe)`` queues in one round trip.
 
         Not a MULTI transaction: each queued command is a script or a
-        single idempotent command, atomic on its own. With
-        ``replica_acks``, a WAIT on the same connection ends the batch."""
+        single idempotent command, atomic on its own. On a cluster the
+        client splits the batch by slot; callers only batch keys of one
+        queue (one slot) and never scripts (a cluster pipeline does not
+        load a script a node lacks). With ``replica_acks`` (never on a
+        cluster), a WAIT on the same connection ends the batch."""
         acks = self.store_conf.replica_acks
 
         def send():
@@ -158,12 +161,18 @@ class DataDriver(base.DataDriver):
         deleted message back) holds across a Redis restart only with the
         append-only file on (``appendonly yes``, ``appendfsync everysec`` or
         ``always``); with RDB snapshots alone a restart rolls the queues
-        back to the last snapshot."""
+        back to the last snapshot. On a cluster, every master must have
+        it."""
         try:
-            info = self.guarded(lambda: self.connection.info('persistence'))
+            info = self.guarded(lambda: self.connection.info(
+                'persistence',
+                **connection.on_every_master(self.connection)))
         except errors.BackendUnavailable as exc:
             return {'aof_enabled': None, 'error': str(exc)}
-        report = {'aof_enabled': bool(int(info.get('aof_enabled', 0)))}
+        # A cluster client answers {node name: info} (on_every_master).
+        masters = [info] if 'aof_enabled' in info else list(info.values())
+        report = {'aof_enabled': all(int(master.get('aof_enabled', 0))
+                                     for master in masters)}
         if not report['aof_enabled']:
             report['warning'] = (
                 'Redis append-only file (AOF) is off: a Redis restart loses '
@@ -173,7 +182,8 @@ class DataDriver(base.DataDriver):
 
     def is_alive(self):
         try:
-            return bool(self.connection.ping())
+            return bool(self.connection.ping(
+                **connection.on_every_master(self.connection)))
         except Exception:
             return False
 

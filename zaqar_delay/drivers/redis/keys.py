@@ -5,6 +5,32 @@ lives in one Redis Cluster slot and each Lua script touches one slot. Project
 and queue names are percent-encoded before they enter a key, so no name can
 forge a separator, a brace or another tenant's prefix.
 
+Redis Cluster and undeclared keys: every script declares the queue's fixed
+keys in ``KEYS`` (which is how a cluster client routes it to the queue's
+master), but builds per-message, per-claim, per-group and per-consumer keys
+(``Q:m:<id>`` and the like below) from the prefix in ``ARGV[1]``. They
+cannot be declared: a claim learns which message hashes it touches only
+while it runs, by popping ids from ``avail``. Redis 7.0 runs a script's
+undeclared keys when the node serves their slot and fails the script
+("non local key") otherwise, so these keys must never leave the declared
+keys' slot: each carries the same closed hash tag, hence the same slot,
+wherever the cluster moves it (a migration moves whole slots). The contract
+suite runs every script on a real 3-master cluster
+(``tests/contract/conftest.py``), and ``tests/redis/test_cluster.py``
+checks that every key a workload leaves on the cluster is tagged so. (A
+key of another slot would not even fail reliably: Redis 7.0 accepts it
+when the same node happens to serve both slots.) The price: while a slot
+migrates (resharding), Redis moves its keys one at a time, and a script
+whose declared keys are all still on the source but which touches a
+message hash already moved fails at that command, after its earlier
+writes; with every key declared, Redis would refuse the whole script
+(TRYAGAIN or ASK) before it ran. So slots must not be moved while their
+queues are in use (README, Redis Cluster). No script touches two queues:
+a dead letter or a moved group leaves through the source's outbox, and
+``outbox.py`` posts it to the target in a separate call. The one global key, the queue
+registry, is only written and read by single commands, never in a script
+or a pipeline with queue keys.
+
 Queue keys (``Q`` = ``zd:{<project>/<queue>}``):
 
 =================  ======  ==================================================
