@@ -4,7 +4,8 @@
 consumer processes (see workers.py), and while they run calls one of
 ``faults`` (name -> callable; SIGKILLing a claiming consumer is added)
 every ``fault_interval`` seconds, each kind once per round, recording each
-as a ``fault`` line. Then it stops the workers, drains every queue without
+as a ``fault`` line, for ``duration`` seconds and until the round then
+under way is done. Then it stops the workers, drains every queue without
 faults (finishing moves that killed nodes left half done), and checks the
 whole history (history.check).
 """
@@ -114,9 +115,10 @@ class HistoryRun:
                                            project=project)
 
     def _inject(self, deadline):
-        # Rounds of every kind in a random order: each kind is exercised.
+        # Rounds of every kind in a random order: each kind is exercised,
+        # as a round begun before the deadline is finished.
         names = []
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or names:
             time.sleep(self.rand.uniform(*self.fault_interval))
             if not names:
                 names = sorted(self.faults)

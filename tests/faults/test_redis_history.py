@@ -19,7 +19,6 @@ import collections
 import hashlib
 import json
 import os
-import socket
 import time
 import uuid
 
@@ -27,6 +26,7 @@ import pytest
 
 from tests.conftest import unavailable
 from tests.faults import harness
+from tests.faults import redis_faults
 from tests.faults import workers
 from tests.servers import redis_server
 from tests.servers import tcp_proxy
@@ -54,16 +54,6 @@ def proxy(persistent_redis):
     proxy = tcp_proxy.TcpProxy(persistent_redis.port).start()
     yield proxy
     proxy.stop()
-
-
-def stall(port, seconds):
-    """Block Redis for ``seconds`` (DEBUG SLEEP) on a direct connection."""
-    with socket.create_connection(('127.0.0.1', port),
-                                  timeout=seconds + 10) as sock:
-        sock.sendall(b'DEBUG SLEEP %.1f\r\n' % seconds)
-        reply = sock.recv(64)
-    if not reply.startswith(b'+OK'):
-        raise RuntimeError('DEBUG SLEEP refused: {!r}'.format(reply))
 
 
 def restart(server):
@@ -117,7 +107,8 @@ def test_history_under_redis_faults(persistent_redis, proxy, tmp_path):
     faults = {
         'redis_kill_restart': lambda: restart(persistent_redis),
         'drop_connections': proxy.drop_all,
-        'redis_stall': lambda: stall(persistent_redis.port, STALL_SECONDS),
+        'redis_stall': lambda: redis_faults.stall(persistent_redis.port,
+                                                  STALL_SECONDS),
     }
     run = harness.HistoryRun(
         spec, faults, str(tmp_path), duration=300 if LONG else 35,
