@@ -8,7 +8,8 @@ lives on another master. The long cluster history run
 (test_redis_cluster_history.py) lost two messages that way: with the
 registry's master down, the copy failed, the pop answered 503, and the
 batch its script had taken was gone. Nothing else in a pop needs that
-master: the outbox exists so that gc finishes such a move later.
+master: the outbox exists so that gc finishes such a move later, and now
+the pop returns its batch and leaves the move to gc.
 """
 
 import uuid
@@ -33,10 +34,6 @@ def name_on(cluster, node, project, kind):
     raise LookupError(node.port)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'Redis take() (drivers/redis/claims.py) fails the whole pop when its '
-    'dead letters cannot be copied after the script took the batch; '
-    'reported to the owner of the Redis driver (issue 14)'))
 def test_a_pop_keeps_its_batch_when_its_dead_letters_cannot_move(
         own_cluster, redis_url):
     cluster = own_cluster

@@ -189,6 +189,22 @@ def test_scripts_are_loaded_again_on_nodes_that_lost_them(
         'before', 'after']
 
 
+def test_a_rejoining_master_is_waited_out_like_a_loading_one():
+    # A restarted master answers CLUSTERDOWN for about two node timeouts
+    # while it rejoins; a pop whose reply was lost before the restart must
+    # get its retry through, whatever max_reconnect_attempts says.
+    calls = []
+
+    def rejoining():
+        calls.append(1)
+        if len(calls) <= 3:
+            raise redis_py.exceptions.ClusterDownError('CLUSTERDOWN')
+        return 'done'
+
+    assert connection.guarded(rejoining, 0, 0.0, loading_wait=5.0) == 'done'
+    assert len(calls) == 4
+
+
 def test_cluster_errors_that_say_nothing_ran_are_retried():
     calls = []
 

@@ -15,6 +15,7 @@ import redis as redis_py
 
 from tests.contract.helpers import claim, listed, post
 from tests.factories import redis as factories_redis
+from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
@@ -157,6 +158,34 @@ def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
+def test_a_pop_keeps_its_batch_when_its_dead_letters_cannot_move(
+        driver, project, clock, monkeypatch):
+    # The pop's script took 'fresh' and detached 'poison' into the outbox;
+    # then the copy to the dead-letter queue fails (its Redis, or the
+    # registry's master on a cluster, unreachable).
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create('q', project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    post(driver, 'q', project, 'poison')
+    claim(driver, 'q', project, ttl=60)
+    clock.advance(61)
+    post(driver, 'q', project, 'fresh')
+    messages = driver.message_controller
+
+    def unreachable(*args, **kwargs):
+        raise errors.BackendUnavailable()
+
+    monkeypatch.setattr(messages, '_insert', unreachable)
+    assert [m['body'] for m in messages.pop('q', 5, project=project)] == [
+        'fresh']
+    monkeypatch.undo()
+    assert listed(driver, 'dlq', project) == []
+    clock.advance(redis_driver.GC_OUTBOX_AGE_MS / 1000 + 1)
+    driver.gc()
+    assert [m['body'] for m in listed(driver, 'dlq', project)] == ['poison']
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
 def test_deleted_ids_are_forgotten_after_their_memory(driver, raw, project,
                                                       clock):
     driver.queue_controller.create('q', project=project)
@@ -294,7 +323,6 @@ def test_a_redis_loading_for_too_long_is_a_storage_error(driver, conf,
         return original(loading)
 
     monkeypatch.setattr(driver, 'guarded', guarded)
-    from zaqar_delay import errors
     with pytest.raises(errors.BackendUnavailable, match='LOADING'):
         driver.message_controller.pop('q', 2, project=project)
 

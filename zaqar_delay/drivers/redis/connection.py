@@ -194,24 +194,35 @@ def guarded(call, attempts, sleep, loading_wait=0.0):
     claim and pop keep their result under the claim id for the retry span
     (claim.lua), and every other script is atomic and idempotent. While
     Redis answers LOADING (it is reading its data set back after a restart
-    and runs nothing), the call waits up to ``loading_wait`` seconds more
-    without using up its attempts: giving up then would fail a call whose
-    lost first run may have taken a batch that the retry would return.
+    and runs nothing), or a Redis Cluster answers CLUSTERDOWN (a master is
+    gone or still rejoining, about two node timeouts after its restart),
+    the call waits up to ``loading_wait`` seconds more without using up its
+    attempts: giving up then would fail a call whose lost first run may
+    have taken a batch that the retry would return.
     """
     attempt, loading_until = 0, None
     while True:
         try:
             return call()
-        except redis.exceptions.BusyLoadingError as exc:
+        except (redis.exceptions.BusyLoadingError,
+                redis.exceptions.ClusterDownError) as exc:
             now = time.monotonic()
             if loading_until is None:
                 loading_until = now + loading_wait
             if now < loading_until:
                 time.sleep(min(LOADING_POLL, loading_until - now))
                 continue
-            LOG.error('Redis still loading after %.1f s: %s', loading_wait,
-                      exc)
-            raise errors.BackendUnavailable(backend='Redis', reason=exc)
+            if isinstance(exc, redis.exceptions.BusyLoadingError):
+                LOG.error('Redis still loading after %.1f s: %s',
+                          loading_wait, exc)
+                raise errors.BackendUnavailable(backend='Redis', reason=exc)
+            # Still CLUSTERDOWN after the wait: retried like the rest.
+            if attempt == attempts:
+                LOG.error('Redis Cluster down after %.1f s and %d attempts: '
+                          '%s', loading_wait, attempt + 1, exc)
+                raise errors.BackendUnavailable(backend='Redis', reason=exc)
+            time.sleep(sleep * (2 ** attempt))
+            attempt += 1
         except (*RETRIED, redis.exceptions.RedisClusterException) as exc:
             if attempt == attempts or not _retried(exc):
                 LOG.error('Redis unavailable after %d attempts: %s',
