@@ -129,14 +129,20 @@ def test_a_purged_group_is_remembered_for_a_retried_post(driver, project):
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
-def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
-        driver, project, clock, monkeypatch):
+def poison_due(driver, project, clock):
+    """Queue 'q' holding 'poison', claimed once already and due again:
+    the next claim or pop dead-letters it into 'dlq'."""
     driver.queue_controller.create('dlq', project=project)
     driver.queue_controller.create('q', project=project, metadata={
         '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
     post(driver, 'q', project, 'poison')
     claim(driver, 'q', project, ttl=60)
     clock.advance(60)
+
+
+def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
+        driver, project, clock, monkeypatch):
+    poison_due(driver, project, clock)
     original = driver.run_script
 
     def dies_before_outbox_done(name, *args, **kwargs):
@@ -163,12 +169,7 @@ def test_a_pop_keeps_its_batch_when_its_dead_letters_cannot_move(
     # The pop's script took 'fresh' and detached 'poison' into the outbox;
     # then the copy to the dead-letter queue fails (its Redis, or the
     # registry's master on a cluster, unreachable).
-    driver.queue_controller.create('dlq', project=project)
-    driver.queue_controller.create('q', project=project, metadata={
-        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
-    post(driver, 'q', project, 'poison')
-    claim(driver, 'q', project, ttl=60)
-    clock.advance(61)
+    poison_due(driver, project, clock)
     post(driver, 'q', project, 'fresh')
     messages = driver.message_controller
 
