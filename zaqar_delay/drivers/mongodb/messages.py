@@ -3,12 +3,11 @@
 Posting takes positions from the queue's counter document with one
 update, which also records them until the insert is answered (the horizon
 of persistent reads: reservations.py), and inserts the documents; every
-state change after that is a
-single-document conditional update (see claims.py), and every read settles
-the queue first (state.settle), so a state read from a document is exact
-at the operation's "now". Grouped messages are inserted blocked and their
-groups advanced (groups.py); whatever removes messages advances their
-groups afterwards.
+state change after that is a single-document conditional update (see
+claims.py), and every read settles the queue first (state.settle), so a
+state read from a document is exact at the operation's "now". Grouped
+messages are inserted blocked and their groups advanced (groups.py);
+whatever removes messages advances their groups afterwards.
 """
 
 from pymongo import errors as mongo_errors
@@ -343,8 +342,8 @@ class MessageController(controller.MessageController):
         """Settle one queue and drop up to ``batch`` expired messages;
         give back up to ``batch`` messages whose claim is gone; forget its
         stale position reservations; finish its stale group moves and
-        repair the heads of up to
-        groups.REPAIR_BATCH groups after ``group_cursor``."""
+        repair the heads of up to groups.REPAIR_BATCH groups after
+        ``group_cursor``."""
         now = self.driver.now()
         dropped = state.settle(self.driver, queue, project, now,
                                purge_batch=batch)

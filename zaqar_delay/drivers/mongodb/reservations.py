@@ -84,7 +84,9 @@ def release(driver, queue, project, token):
 
 def horizon(counter, now, timeout_ms):
     """The lowest position a writer may still store into, from a counter
-    document read with ``n`` and ``rv`` (None: the queue has none)."""
+    document read with ``n`` and ``rv``: the first of the fresh entries,
+    else ``n + 1``. ``counter`` None (no counter yet): 1, where the
+    first post's positions start."""
     if counter is None:
         return 1
     fresh = [entry[START] for entry in
