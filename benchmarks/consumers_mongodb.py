@@ -7,6 +7,11 @@ Figures and ratios, in one run:
 * ``post``: P messages posted (10 per call) to a queue with C persistent
   consumers (``consumers_required`` set) and to one without any, taking
   turns call by call; target ratio <= 1.2 (a post reads no consumer).
+* ``post, reservations``: the same posts (no consumer) with the driver
+  as it is, which records each post's positions until its insert is
+  answered (one update more: reservations.py), and with a bare ``$inc``
+  as before that, taking turns call by call: the cost of never letting a
+  consumer pass a post still storing.
 * ``resume``: a consumer whose cursor has B messages behind it and one
   that resumes at the head of the same queue, each listing a page of 10
   without a marker R times, taking turns; median latency; target <= 1.2
@@ -24,10 +29,13 @@ ratios show mongomock's scans, not the driver's index use; only a real
 server's figures measure the targets.
 """
 
+import contextlib
 import statistics
 import sys
 import time
 import uuid
+
+import pymongo
 
 from benchmarks import report
 from benchmarks.consumers import subscribe
@@ -35,6 +43,7 @@ from benchmarks.retention_mongodb import PROJECT, make_driver, make_queue
 from benchmarks.retention_mongodb import post
 from tests.servers.redis_server import RedisServer
 from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import reservations
 
 
 def posting(driver, posted, count):
@@ -47,6 +56,39 @@ def posting(driver, posted, count):
     for _ in range(0, posted, 10):
         for label, name in queues.items():
             seconds[label] += post(driver, name, 10)
+    return {label: posted / seconds[label] for label in queues}
+
+
+@contextlib.contextmanager
+def bare_inc():
+    """Positions taken with a bare ``$inc``, nothing recorded: the post
+    as it was before reservations (its race with persistent consumers
+    included)."""
+    reserve, release = reservations.reserve, reservations.release
+
+    def take(driver, queue, project, count, now, token=None):
+        doc = driver.counters.find_one_and_update(
+            fields.queue_filter(queue, project), {'$inc': {'n': count}},
+            projection={'n': True}, upsert=True,
+            return_document=pymongo.ReturnDocument.AFTER)
+        return doc['n'] - count + 1, token
+
+    reservations.reserve = take
+    reservations.release = lambda *args: None
+    try:
+        yield
+    finally:
+        reservations.reserve, reservations.release = reserve, release
+
+
+def reserving(driver, posted):
+    """{label: posts/s} of the driver as it is and with bare_inc."""
+    queues = {'recorded': make_queue(driver), 'bare $inc': make_queue(driver)}
+    seconds = dict.fromkeys(queues, 0.0)
+    for _ in range(0, posted, 10):
+        seconds['recorded'] += post(driver, queues['recorded'], 10)
+        with bare_inc():
+            seconds['bare $inc'] += post(driver, queues['bare $inc'], 10)
     return {label: posted / seconds[label] for label in queues}
 
 
@@ -107,6 +149,13 @@ def removal(driver, size, steps):
 def run(driver, args):
     report.post_ratio(args.posted,
                       posting(driver, args.posted, args.consumers))
+    rates = reserving(driver, args.posted)
+    print('post, reservations, 10 per call, %s messages: %s' % (
+        format(args.posted, ','),
+        ', '.join('%s %.0f/s' % item for item in rates.items())))
+    recorded, bare = rates.values()
+    print('ratio post throughput bare $inc / recorded reservations: %.2fx'
+          % (bare / recorded), flush=True)
     report.resume_ratio({label: statistics.median(times) for label, times
                          in resuming(driver, args.behind,
                                      args.resumes).items()}, 2)

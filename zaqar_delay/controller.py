@@ -165,11 +165,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def _consumer_page(self, queue, project, reader, marker, limit):
         """A persistent consumer's page (see consumers.py): acknowledge up
         to ``marker``, then hand out what follows the cursor, stopping
-        before the first message that is not due. Its own posts are in it
-        too (``echo``): a feed reader must not count them as lost."""
+        before the first message that is not due, and before any position
+        a post may still fill (read first: a later post's messages stored
+        meanwhile lie beyond it). Its own posts are in it too (``echo``):
+        a feed reader must not count them as lost."""
         if marker is not None:
             reader.check_ack(marker)
         start = marker if marker is not None else reader.cursor
+        horizon = self._reserved_from(queue, project)
         kept = self.retention_of(queue, project)
         client = reader.consume_id
         # Two listings from the same position, with and without messages
@@ -182,7 +185,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                                            kept)[0]}
         page = []
         for message in every:
-            if message['id'] not in due:
+            if message['id'] not in due or (
+                    horizon is not None and message.position >= horizon):
                 break
             page.append(message)
         handed = page[-1].position if page else None
@@ -341,6 +345,12 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         is not None; handed = max(handed, ``handed``) when not None; lost
         += ``lost``; last active = store now. A consumer forgotten
         meanwhile stays forgotten."""
+
+    def _reserved_from(self, queue, project):
+        """The lowest position a post still storing may fill, or None when
+        every post stores its messages as it takes their positions (one
+        atomic step). A persistent page stops before it."""
+        return None
 
     @abc.abstractmethod
     def _count_after(self, queue, project, position, retention):

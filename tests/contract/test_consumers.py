@@ -9,7 +9,8 @@ the list marker is its cursor (zaqar_delay/consumers.py):
   naming the stored cursor, nothing changed);
 * without a marker the consumer resumes after its cursor; a page not
   acknowledged is handed again (at least once);
-* a page stops before the first message that is not due;
+* a page stops before the first message that is not due, and before
+  any position a post is still storing;
 * positions skipped because their message went (retention) add to lost;
 * with ``consumers_required`` a message every live consumer acknowledged
   is no longer kept (unless claimed), for good.
@@ -336,6 +337,25 @@ def test_a_delayed_message_is_never_skipped(driver, make_queue, project,
     assert reader.page(marker) == ([], marker)
     clock.advance(0.001)
     assert reader.page(marker)[0] == ['later', 'after']
+    assert reader.state().lost == 0
+
+
+def test_a_page_stops_before_a_post_still_storing(driver, make_queue,
+                                                  project, monkeypatch):
+    # A backend whose posts take positions before storing (MongoDB)
+    # reports the lowest one a post may still fill; the page stops there,
+    # with nothing counted as lost, and goes on once the post is done.
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    post(driver, queue, project, 'a', 'b', 'c')
+    held = positions(driver, queue, project)['b']
+    monkeypatch.setattr(driver.message_controller, '_reserved_from',
+                        lambda *args: held)
+    got, marker = reader.page()
+    assert got == ['a']
+    assert reader.page(marker) == ([], marker)
+    monkeypatch.undo()
+    assert reader.page(marker)[0] == ['b', 'c']
     assert reader.state().lost == 0
 
 

@@ -19,6 +19,7 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import state
 
 GROUPED = {'_message_group_key': 'g'}
@@ -122,7 +123,7 @@ def test_gc_gives_a_head_to_a_group_posted_in_a_crash(driver, project,
                                                       grouped):
     now = driver.now()
     messages = driver.message_controller
-    first = state.reserve_positions(driver.counters, grouped, project, 2)
+    first, _ = reservations.reserve(driver, grouped, project, 2, now)
     prepared = [messages.document(grouped, project, _new('"z"', n), 'c',
                                   now, first + n) for n in (0, 1)]
     driver.messages.insert_many(prepared)    # inserted, never advanced

@@ -149,21 +149,27 @@ def consumer_updates(driver, queue, project, consume_id, acks):
     return len(acks)
 
 
-def read_feed(driver, queue, project, consume_id, total, rounds=20000):
-    """List as persistent consumer ``consume_id``, acknowledging each
-    page with the next listing, until ``total`` messages were handed to
-    it, then acknowledge the last page; the ids in the order got."""
-    got, marker = [], None
+def read_feed(driver, queue, project, consume_id, total, rounds=20000,
+              limit=5, all_stored=False):
+    """List as persistent consumer ``consume_id``, ``limit`` at a time,
+    acknowledging each page with the next listing, until ``total``
+    messages were handed to it, then acknowledge the last page; the ids
+    in the order got. ``all_stored``: also stop at an empty page read
+    after the queue held ``total`` messages (nothing removes any), as
+    what it skipped never comes."""
+    got, marker, stored = [], None, False
     for _ in range(rounds):
         pages = driver.message_controller.list(
-            queue, project=project, marker=marker, limit=5,
+            queue, project=project, marker=marker, limit=limit,
             client_uuid=consume_id)
         page = list(next(pages))
         marker = next(pages)
         got += [message['id'] for message in page]
-        if len(got) >= total:
+        if len(got) >= total or (stored and not page):
             break
         if not page:
+            stored = all_stored and driver.message_controller.stats(
+                queue, project)['messages']['total'] >= total
             time.sleep(0.001)
     next(driver.message_controller.list(queue, project=project,
                                         marker=marker, limit=1,

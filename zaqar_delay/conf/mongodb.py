@@ -49,5 +49,19 @@ clock_sync_interval = cfg.FloatOpt(
          'trip at the cost of up to half a round trip plus local clock '
          'drift of error.')
 
+reservation_timeout = cfg.FloatOpt(
+    'reservation_timeout', default=60.0, min=1.0, max=3600.0,
+    help='Seconds for which the positions a post (or a dead letter, or a '
+         'group move) has reserved hold back persistent consumers and '
+         'read-by-all cleanup while it stores its messages, so that a '
+         'consumer never moves past a message still being stored. A post '
+         'that died meanwhile holds them back this long at most. A post '
+         'still storing after this long (a stalled API process, or an '
+         'insert the server runs after the driver gave up waiting for '
+         'it) may store messages behind a persistent consumer\'s cursor: '
+         'that consumer never gets them, they are not counted as lost, '
+         'and read-by-all cleanup may remove them unread. Keep it well '
+         'above socket_timeout.')
+
 ALL_OPTS = [uri, database, max_body_size, server_selection_timeout,
-            socket_timeout, clock_sync_interval]
+            socket_timeout, clock_sync_interval, reservation_timeout]

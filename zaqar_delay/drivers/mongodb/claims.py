@@ -32,6 +32,7 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import retention
 from zaqar_delay.drivers.mongodb import state
 
@@ -155,8 +156,8 @@ class ClaimController(controller.ClaimController):
     def _move_to(self, dlq, project, policy, held, docs, now):
         dlq_policy = self.driver.message_controller.target_policy(dlq,
                                                                   project)
-        first = state.reserve_positions(self.driver.counters, dlq, project,
-                                        len(docs))
+        first, token = reservations.reserve(self.driver, dlq, project,
+                                            len(docs), now)
         joined = []
         for offset, doc in enumerate(docs):
             ttl = policy.dead_letter_ttl or doc[f.TTL]
@@ -175,6 +176,9 @@ class ClaimController(controller.ClaimController):
             self._messages.update_one(dict(held, _id=doc['_id']),
                                       {'$set': changes, '$unset': removed})
             joined.append(group)
+        # Every move answered (an interrupted one leaves the reservation
+        # to go stale): the dead-letter queue's readers may pass them.
+        reservations.release(self.driver, dlq, project, token)
         groups.advance_all(self.driver, dlq, project, joined, now)
 
     def _delete_popped(self, claim_id, taken):

@@ -64,8 +64,10 @@ Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
 ``gr`` the last group id that gc's head repair checked (its cursor),
 ``rm`` how many messages retention has removed from the queue (the
 ``removed`` of its stats), ``lf`` the highest length cutoff found so far
-(positions below it are beyond ``length`` for good; retention.py). One
-document per queue, also the registry of queues that ``gc()`` walks.
+(positions below it are beyond ``length`` for good; retention.py),
+``rv`` the positions reserved and not yet stored, ``{<token>: {s first
+position, a reserved at (epoch ms)}}`` (reservations.py). One document
+per queue, also the registry of queues that ``gc()`` walks.
 
 Collection ``moves``: one document per group move in progress (see
 group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
@@ -105,6 +107,7 @@ GROUP_CURSOR = 'gr'
 REMOVED = 'rm'
 LENGTH_FLOOR = 'lf'
 READ_FLOOR = 'rf'
+RESERVATIONS = 'rv'
 ENDED = 'x'
 
 ASC = pymongo.ASCENDING

@@ -39,6 +39,7 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import state
 
 # A move not committed this long after it started is aborted by gc().
@@ -89,8 +90,10 @@ def _freeze(driver, queue, project, group, target, move_id, head, now):
         dict(members.filter, **{f.EXPIRES: {'$gt': now}}),
         {f.STATE: True}, members.sort, hint=members.index)
         if doc[f.STATE] == f.BLOCKED or doc['_id'] == head['_id']]
-    first = state.reserve_positions(driver.counters, target, project,
-                                    len(docs))
+    # Recorded under the move id until the move is finished
+    # (reservations.py): the target's persistent readers wait for it.
+    first, _ = reservations.reserve(driver, target, project, len(docs), now,
+                                    token=move_id)
     position = {doc['_id']: first + rank for rank, doc in enumerate(docs)}
     if head['_id'] not in position:
         return False            # the head left meanwhile
@@ -146,6 +149,8 @@ def _finish(driver, queue, project, move_id, now, target_policy=None,
         _unfreeze(driver, queue, project, move_id, now)
     groups.advance_all(driver, queue, project,
                        [group] + groups.groups_of(docs), now)
+    if move_doc:
+        reservations.release(driver, move_doc['t'], project, move_id)
     driver.moves.delete_one({'_id': move_id})
     return landed
 

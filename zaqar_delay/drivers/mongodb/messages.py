@@ -1,12 +1,13 @@
 """Messages on MongoDB: one document each (layout in fields.py).
 
 Posting takes positions from the queue's counter document with one
-``$inc`` and inserts the documents; every state change after that is a
-single-document conditional update (see claims.py), and every read settles
-the queue first (state.settle), so a state read from a document is exact
-at the operation's "now". Grouped messages are inserted blocked and their
-groups advanced (groups.py); whatever removes messages advances their
-groups afterwards.
+update, which also records them until the insert is answered (the horizon
+of persistent reads: reservations.py), and inserts the documents; every
+state change after that is a single-document conditional update (see
+claims.py), and every read settles the queue first (state.settle), so a
+state read from a document is exact at the operation's "now". Grouped
+messages are inserted blocked and their groups advanced (groups.py);
+whatever removes messages advances their groups afterwards.
 """
 
 from pymongo import errors as mongo_errors
@@ -19,6 +20,7 @@ from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import retention as kept_by
 from zaqar_delay.drivers.mongodb import state
 
@@ -49,12 +51,12 @@ class MessageController(controller.MessageController):
         now = self.driver.now()
         pending = list(messages)
         for _ in range(INSERT_ATTEMPTS):
-            first = state.reserve_positions(self.driver.counters, queue,
-                                            project, len(pending))
+            first, token = reservations.reserve(self.driver, queue, project,
+                                                len(pending), now)
             docs = [self.document(queue, project, message, client_uuid,
                                   now, first + offset)
                     for offset, message in enumerate(pending)]
-            pending = self._insert_docs(project, pending, docs)
+            pending = self._insert_docs(queue, project, pending, docs, token)
             if not pending:
                 break
         else:
@@ -67,8 +69,9 @@ class MessageController(controller.MessageController):
         groups.advance_all(self.driver, queue, project,
                            [message.group for message in messages], now)
 
-    def _insert_docs(self, project, messages, docs):
-        """Insert ``docs``; return the messages to insert again.
+    def _insert_docs(self, queue, project, messages, docs, token):
+        """Insert ``docs`` at the positions reserved under ``token``;
+        return the messages to insert again.
 
         A duplicate ``_id`` already stored in this project is a retried
         post, skipped as Redis' post.lua skips existing ids. Any other
@@ -79,14 +82,22 @@ class MessageController(controller.MessageController):
         """
         try:
             self._messages.insert_many(docs, ordered=False)
-            return []
+            refused = None
         except mongo_errors.BulkWriteError as exc:
-            details = exc.details or {}
-            failed = details.get('writeErrors', [])
-            if details.get('writeConcernErrors') or any(
-                    error.get('code') != DUPLICATE_KEY for error in failed):
-                raise errors.BackendUnavailable(backend='MongoDB',
-                                                reason=exc)
+            refused = exc
+        # The server answered: what it did not store now, it never will,
+        # so the positions stop holding persistent reads back. Without an
+        # answer (anything else raised) the insert may still land, and the
+        # reservation holds until it goes stale.
+        reservations.release(self.driver, queue, project, token)
+        if refused is None:
+            return []
+        details = refused.details or {}
+        failed = details.get('writeErrors', [])
+        if details.get('writeConcernErrors') or any(
+                error.get('code') != DUPLICATE_KEY for error in failed):
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason=refused)
         indexes = [error['index'] for error in failed]
         stored = {doc['_id'] for doc in self._messages.find(
             {'_id': {'$in': [docs[i]['_id'] for i in indexes]},
@@ -276,6 +287,10 @@ class MessageController(controller.MessageController):
         consumer_state.update(self.driver, queue, project, consume_id, ack,
                               handed, lost)
 
+    def _reserved_from(self, queue, project):
+        return reservations.read_horizon(self.driver, queue, project,
+                                         self.driver.now())
+
     def _count_after(self, queue, project, position, retention):
         # Counted on the position index from the cursor on: the lag,
         # never what the consumer already acknowledged.
@@ -325,13 +340,15 @@ class MessageController(controller.MessageController):
 
     def gc(self, queue, project, batch, group_cursor=None):
         """Settle one queue and drop up to ``batch`` expired messages;
-        give back up to ``batch`` messages whose claim is gone; finish its
-        stale group moves and repair the heads of up to
-        groups.REPAIR_BATCH groups after ``group_cursor``."""
+        give back up to ``batch`` messages whose claim is gone; forget its
+        stale position reservations; finish its stale group moves and
+        repair the heads of up to groups.REPAIR_BATCH groups after
+        ``group_cursor``."""
         now = self.driver.now()
         dropped = state.settle(self.driver, queue, project, now,
                                purge_batch=batch)
         state.release_orphans(self.driver, queue, project, now, batch)
+        reservations.forget_stale(self.driver, queue, project, now)
         group_moves.finish_stale(self.driver, queue, project, now)
         cursor = groups.repair(self.driver, queue, project, now,
                                group_cursor)

@@ -51,6 +51,7 @@ from zaqar_delay import retention as rules
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
+from zaqar_delay.drivers.mongodb import reservations
 
 # Messages removed by a claim, pop, listing or first before it reads.
 READ_BATCH = 100
@@ -121,27 +122,31 @@ def window(driver, queue, project, retention, now):
         position_from = _cutoff(driver, queue, project,
                                 retention.kept_length, created_after, now)
     if reads:
-        floor = _read_floor(driver, queue, project, retention.read_cut)
+        floor = _read_floor(driver, queue, project, retention.read_cut,
+                            now)
         if floor is not None and (position_from is None
                                   or floor >= position_from):
             position_from = floor + 1
     return Window(created_after, position_from)
 
 
-def _read_floor(driver, queue, project, cut):
+def _read_floor(driver, queue, project, cut, now):
     """The highest read-by-all cut ever applied to the queue (``rf``,
     raised with ``$max``), ``cut`` included, or None: a message read by
     all stays gone when the cut later falls (a consumer goes idle or
-    leaves). ``cut`` is capped at the queue's last position, so READ_ALL
-    covers what is there now, never what is posted later."""
+    leaves). ``cut`` is capped below the positions a post may still fill
+    (reservations.horizon: at most the queue's last position), so
+    READ_ALL covers what is stored now, never what is posted later."""
     where = f.queue_filter(queue, project)
     counter = driver.counters.find_one(where, {'n': True,
-                                               f.READ_FLOOR: True})
+                                               f.READ_FLOOR: True,
+                                               f.RESERVATIONS: True})
     if counter is None:
         return None
     floor = counter.get(f.READ_FLOOR)
     if cut is not None:
-        cut = min(cut, counter['n'])
+        cut = min(cut, reservations.horizon(
+            counter, now, reservations.timeout_ms(driver)) - 1)
         if floor is None or cut > floor:
             driver.counters.update_one(where,
                                        {'$max': {f.READ_FLOOR: cut}})

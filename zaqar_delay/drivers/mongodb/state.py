@@ -1,5 +1,5 @@
-"""Steps the message and claim controllers share: positions, settling a
-queue at "now", and turning stored documents into Zaqar's message dicts.
+"""Steps the message and claim controllers share: settling a queue at
+"now", and turning stored documents into Zaqar's message dicts.
 
 Settling is what Redis does in ``refresh()`` (lua/_common.lua): claims that
 ended put their messages back (``c -> d``; ``d`` already holds claim expiry
@@ -14,9 +14,6 @@ ranges; a group head keeps its ``h`` through ``c -> d -> r``.
 
 import json
 
-from pymongo import errors as mongo_errors
-from pymongo import ReturnDocument
-
 from zaqar_delay import controller
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
@@ -29,26 +26,6 @@ PURGE_BATCH = 100
 # that its claim still exists: longer than any renew takes between
 # updating its claim document and that claim's messages.
 ORPHAN_AGE_MS = 60 * 1000
-
-
-def reserve_positions(counters, queue, project, count):
-    """Atomically take ``count`` new positions; returns the first one.
-
-    One ``$inc`` on the queue's counter document: concurrent posters get
-    disjoint ranges, and the unique ``{p, q, k}`` index backs it up.
-    """
-    for attempt in (1, 2):
-        try:
-            doc = counters.find_one_and_update(
-                f.queue_filter(queue, project), {'$inc': {'n': count}},
-                projection={'n': True, '_id': False}, upsert=True,
-                return_document=ReturnDocument.AFTER)
-            return doc['n'] - count + 1
-        except mongo_errors.DuplicateKeyError:
-            # Two first posts raced to create the counter; the loser's
-            # upsert failed and a plain $inc now finds the document.
-            if attempt == 2:
-                raise
 
 
 def settle(driver, queue, project, now, purge_batch=PURGE_BATCH):
