@@ -15,6 +15,7 @@ module does not exist yet is reported as such.
 """
 
 import sys
+import time
 import uuid
 
 from benchmarks import retention
@@ -34,6 +35,17 @@ def subscribe(driver, name, count):
             name, consumers.PREFIX + consume_id, 3600, {},
             project=retention.PROJECT)
     return ids
+
+
+def resume_page(driver, name, consume_id):
+    """List one page of 10 as persistent consumer ``consume_id`` (resuming
+    after its cursor); the seconds it took."""
+    started = time.perf_counter()
+    pages = driver.message_controller.list(
+        name, project=retention.PROJECT, limit=10,
+        client_uuid=uuid.UUID(consume_id))
+    assert len(list(next(pages))) == 10
+    return time.perf_counter() - started
 
 
 if __name__ == '__main__':

@@ -33,12 +33,11 @@ import contextlib
 import statistics
 import sys
 import time
-import uuid
 
 import pymongo
 
 from benchmarks import report
-from benchmarks.consumers import subscribe
+from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention_mongodb import PROJECT, make_driver, make_queue
 from benchmarks.retention_mongodb import post
 from tests.servers.redis_server import RedisServer
@@ -114,12 +113,7 @@ def resuming(driver, behind, resumes):
     move_cursor(driver, name, far, position(driver, name, behind - 1))
 
     def resume(consume_id):
-        started = time.perf_counter()
-        pages = driver.message_controller.list(
-            name, project=PROJECT, limit=10,
-            client_uuid=uuid.UUID(consume_id))
-        assert len(list(next(pages))) == 10
-        return (time.perf_counter() - started) * 1000
+        return resume_page(driver, name, consume_id) * 1000
     labels = {'%s behind the cursor' % format(behind, ','): far,
               'at the head': head}
     runs = {label: [] for label in labels}

@@ -24,13 +24,12 @@ Starts one redis-server and prints figures and ratios in one run:
 """
 
 import statistics
-import uuid
 
 import redis as redis_py
 
 from benchmarks import report
 from benchmarks.bounded import PROJECT, make_driver, post_many
-from benchmarks.consumers import subscribe
+from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention import post_seconds, queue
 from benchmarks.retention_redis import timed
 from tests.servers.redis_server import RedisServer
@@ -68,10 +67,7 @@ def resuming(raw, driver, args):
     update(name, PROJECT, behind, cursor, None, 0)
 
     def resume(consume_id):
-        pages = driver.message_controller.list(
-            name, project=PROJECT, limit=10,
-            client_uuid=uuid.UUID(consume_id))
-        assert len(list(next(pages))) == 10
+        resume_page(driver, name, consume_id)
     labels = {'%s behind the cursor' % format(args.behind, ','): behind,
               'at the head': head}
     runs = {label: [] for label in labels}

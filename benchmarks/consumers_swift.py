@@ -25,10 +25,9 @@ hours on a test machine.
 
 import statistics
 import time
-import uuid
 
 from benchmarks import report
-from benchmarks.consumers import subscribe
+from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention import PROJECT, post_seconds, queue
 from benchmarks.retention_swift import make_driver, post_many
 from tests.servers.redis_server import RedisServer
@@ -68,12 +67,7 @@ def resuming(driver, args):
                                                               - 1])
 
     def resume(consume_id):
-        started = time.perf_counter()
-        pages = driver.message_controller.list(
-            name, project=PROJECT, limit=10,
-            client_uuid=uuid.UUID(consume_id))
-        assert len(list(next(pages))) == 10
-        return time.perf_counter() - started
+        return resume_page(driver, name, consume_id)
     labels = {'%s behind the cursor' % format(args.behind, ','): behind,
               'at the head': head}
     runs = {label: [] for label in labels}
