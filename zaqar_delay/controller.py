@@ -189,6 +189,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                     horizon is not None and message.position >= horizon):
                 break
             page.append(message)
+        page = self._settled_prefix(queue, project, start, page, kept)
         handed = page[-1].position if page else None
         lost = reader.skipped(start, page[0].position) if page else 0
         self._consumer_update(queue, project, client, marker, handed, lost)
@@ -351,6 +352,16 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         every post stores its messages as it takes their positions (one
         atomic step). A persistent page stops before it."""
         return None
+
+    def _settled_prefix(self, queue, project, start, page, retention):
+        """The part of a persistent ``page`` (listed after ``start``) that
+        no post still being written can fall inside: where a post takes
+        its position before it stores and files its message (Swift), a
+        page read meanwhile may hold later messages, and a cursor moved
+        past the unfinished one would never come back to it. Default: the
+        whole page (a post is one atomic step, or _reserved_from covers
+        it)."""
+        return page
 
     @abc.abstractmethod
     def _count_after(self, queue, project, position, retention):

@@ -248,3 +248,28 @@ def test_gc_removes_drafts_in_bounded_batches(driver, make_queue, project,
     assert len(objects(driver, queue, project, 'm/')) == 1
     gc(driver, queue, project, clock)
     assert objects(driver, queue, project) == [names.GC_SUMMARY]
+
+
+def test_a_consumer_page_stops_before_a_post_still_being_written(
+        driver, make_queue, project, clock, cut):
+    # A post that has taken its position but not filed its message yet
+    # (here: cut short before filing, which looks the same for
+    # DRAFT_AGE_S) sits between two messages: the consumer is not handed
+    # the later one, so its cursor cannot pass the draft.
+    from tests.contract.test_consumers import Reader
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    post(driver, queue, project, 'a', ttl=3600)
+    with cut('put_object', 'a/'), cut('put_object', 'd/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, 'draft', ttl=3600)
+    post(driver, queue, project, 'c', ttl=3600)
+    got, marker = reader.page()
+    assert got == ['a']
+    assert reader.page(marker) == ([], marker)
+    # A plain listing does not wait.
+    assert bodies(listed(driver, queue, project)) == ['a', 'c']
+    # A draft older than DRAFT_AGE_S is a post that died (never
+    # acknowledged): no longer waited for.
+    clock.advance(61)
+    assert reader.page(marker)[0] == ['c']
