@@ -164,6 +164,7 @@ class HistoryRun:
                                dead_letters={queues['dead']: queues['dlq']})
         report['seed'] = self.seed
         report['duration_s'] = self.duration
+        report['drain'] = self.drain_summary
         extra = {'left_in_store': {q: n for q, n in left.items() if n},
                  'worker_hung': self.hung, 'worker_crashed': self.crashed}
         for kind, found in extra.items():
@@ -172,6 +173,21 @@ class HistoryRun:
                 report['examples'][kind] = report['all'][kind] = found
         return report
 
+    def _drain_queue(self, driver, recorder, queue, deadline):
+        """Claim and delete from ``queue`` until a claim comes back empty:
+        a group gives one message per claim, so a backlogged group needs
+        as many claims, and a gc pass (every queue of the store) between
+        each of them made the drain outlast its timeout on a loaded
+        machine. Returns how many were claimed."""
+        total = 0
+        while time.monotonic() < deadline:
+            got = workers.claim_and_delete(driver, recorder, self.spec, queue,
+                                           20, DRAIN_CLAIM_TTL)
+            total += got
+            if not got:
+                break
+        return total
+
     def _drain(self, driver, timeout):
         """Claim and delete until every queue stays empty, or nothing was
         claimable for longer than any delay or claim could hold a message;
@@ -179,13 +195,17 @@ class HistoryRun:
         recorder = history.Recorder(
             os.path.join(self.workdir, 'drain.jsonl'), 'drain')
         spec, queues = self.spec, list(self.spec['queues'].values())
-        deadline = time.monotonic() + timeout
-        progress, quiet, left = time.monotonic(), 0, {}
+        started = time.monotonic()
+        deadline = started + timeout
+        progress, quiet, left = started, 0, {}
+        gc_seconds, rounds = [], 0
         while (quiet < 2 and time.monotonic() < deadline
                and time.monotonic() - progress < STUCK_AFTER):
+            began = time.monotonic()
             driver.gc()
-            got = sum(workers.claim_and_delete(driver, recorder, spec, q, 20,
-                                               DRAIN_CLAIM_TTL)
+            gc_seconds.append(round(time.monotonic() - began, 2))
+            rounds += 1
+            got = sum(self._drain_queue(driver, recorder, q, deadline)
                       for q in queues)
             left = {q: driver.message_controller.stats(
                 q, spec['project'])['messages']['total'] for q in queues}
@@ -195,4 +215,10 @@ class HistoryRun:
             else:
                 time.sleep(0.5)
         recorder.close()
+        # How the drain went, for a report whose queues it left non-empty.
+        self.drain_summary = {
+            'seconds': round(time.monotonic() - started, 1),
+            'rounds': rounds, 'gc_seconds_max': max(gc_seconds, default=0),
+            'ended': 'empty' if quiet >= 2 else (
+                'timeout' if time.monotonic() >= deadline else 'stuck')}
         return left

@@ -10,6 +10,7 @@ Zaqar's Redis control driver, untouched by faults.
 ``ZAQAR_DELAY_LONG_FAULTS=1`` runs a long one.
 """
 
+import collections
 import json
 import os
 import uuid
@@ -34,6 +35,19 @@ def left_objects(driver, spec, report):
         found[queue] = [(entry['name'], entry.get('content_type'))
                         for entry in driver.store.listing_all(container, '')]
     return found
+
+
+def drain_failures(directory):
+    """The drain's failed calls, by queue, operation and error."""
+    found = collections.Counter()
+    path = os.path.join(directory, 'drain.jsonl')
+    with open(path) as f:
+        for line in f:
+            record = json.loads(line)
+            if record.get('err'):
+                found['{} {} {}'.format(record['q'], record['op'],
+                                        record['err'][:60])] += 1
+    return dict(found.most_common(12))
 
 
 def test_history_under_swift_faults(swift_server, redis_url, tmp_path):
@@ -61,6 +75,7 @@ def test_history_under_swift_faults(swift_server, redis_url, tmp_path):
         report = run.run(direct)
         report.pop('all')
         report['left_objects'] = left_objects(direct, spec, report)
+        report['drain_failures'] = drain_failures(str(tmp_path))
     finally:
         direct.close()
     text = json.dumps(report, indent=1, sort_keys=True)
