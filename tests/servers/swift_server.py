@@ -1,7 +1,8 @@
 """A real, throw-away, single-node OpenStack Swift on loopback for tests.
 
 Uses Debian's packaged Swift (``swift``, ``swift-proxy``, ``swift-account``,
-``swift-container``, ``swift-object``, ``swift-object-expirer``) plus
+``swift-container``, ``swift-object`` with its object-updater,
+``swift-object-expirer``) plus
 ``memcached`` (tempauth refuses to issue tokens without a cache).  Install them
 with ``scripts/install-swift.sh``.
 
@@ -29,7 +30,9 @@ to ``<temp dir>/log/<server>.log`` (no /dev/log or rsyslog needed).
 """
 
 import atexit
+import contextlib
 import errno
+import glob
 import http.client
 import json
 import os
@@ -62,6 +65,7 @@ SERVER_BINARIES = (
     'swift-account-server',
     'swift-container-server',
     'swift-object-server',
+    'swift-object-updater',
 )
 OPTIONAL_BINARIES = ('swift-container-updater', 'swift-object-expirer')
 MEMCACHED_CANDIDATES = ('/usr/bin/memcached', '/usr/sbin/memcached',
@@ -349,6 +353,9 @@ class SwiftServer(object):
                 conf = os.path.join(self.conf_dir, '%s-server.conf' % name)
                 self._spawn_swift(name + '-server',
                                   'swift-%s-server' % name, [conf, '-v'])
+            self._spawn_swift(
+                'object-updater', 'swift-object-updater',
+                [os.path.join(self.conf_dir, 'object-server.conf'), '-v'])
             self._wait_ready(t0 + self.startup_timeout)
         except BaseException:
             self.stop()
@@ -389,6 +396,41 @@ class SwiftServer(object):
         conf = os.path.join(self.conf_dir, 'proxy-server.conf')
         self._spawn_swift('proxy-server', 'swift-proxy-server', [conf, '-v'])
         self._wait_ready(time.monotonic() + timeout)
+
+    def drop_listing_row(self, container, obj):
+        """Take one object's row out of its container listing and leave
+        the object in place: the state of a write whose container update
+        the container server did not take (it waits in async_pending).
+        A backend DELETE newer than the object, so the object-updater
+        never brings the row back."""
+        import sqlite3
+        pattern = os.path.join(self.devices_dir, '*', 'containers', '*',
+                               '*', '*', '*.db')
+        for path in glob.glob(pattern):
+            with contextlib.closing(sqlite3.connect(
+                    'file:%s?mode=ro' % path, uri=True)) as db:
+                account, name = db.execute(
+                    'SELECT account, container FROM container_stat'
+                ).fetchone()
+            if name != container:
+                continue
+            parts = os.path.relpath(path, self.devices_dir).split(os.sep)
+            device, partition = parts[0], parts[2]
+            conn = http.client.HTTPConnection(self.host,
+                                              self.container_port, timeout=10)
+            try:
+                conn.request('DELETE', '/%s/%s/%s' % (
+                    device, partition, urllib.parse.quote(
+                        '%s/%s/%s' % (account, container, obj))), headers={
+                    'X-Timestamp': '%016.05f' % time.time(),
+                    'X-Backend-Storage-Policy-Index': '0'})
+                status = conn.getresponse().status
+            finally:
+                conn.close()
+            if status // 100 != 2:
+                raise SwiftStartError('listing row delete: HTTP %d' % status)
+            return
+        raise SwiftStartError('no container database for %r' % container)
 
     def log_tails(self, lines=30):
         """Last lines of every log file (for error messages)."""
@@ -534,7 +576,17 @@ class SwiftServer(object):
             '''))
         self._write('object-server.conf', backend % dict(
             common, kind='object', port=self.object_port,
-            extra='mb_per_sync = 512\n            keep_cache_size = 0'))
+            extra='mb_per_sync = 512\n            keep_cache_size = 0') +
+            textwrap.dedent('''
+            # A container update the container server did not take in
+            # time (a loaded machine) waits in async_pending until this
+            # daemon sends it, as on every real Swift; until then the
+            # container listing lacks the change.
+            [object-updater]
+            interval = 1
+            concurrency = 1
+            objects_per_second = 1000
+            '''))
         self._write('proxy-server.conf', '''\
             [DEFAULT]
             bind_ip = %(host)s

@@ -44,36 +44,48 @@ def filed_ids(delayed, members, ready, locks):
 
 def is_filed(qs, message, attempts, now):
     """True if ``message`` (read from ``m/``, ``attempts`` locks seen) was
-    ever filed: 1-2 HEADs of the names its first filing has, then its
-    locks again, in case a claim took it meanwhile."""
-    if attempts:
-        return True
-    if message.gk is not None:
-        candidates = [names.group_obj(message.gk, message.pos, message.id)]
+    ever filed (filed_by_name)."""
+    return bool(attempts) or filed_by_name(
+        qs, message.id, message.pos, message.gk, message.due, now)
+
+
+def filed_by_name(qs, message_id, pos, gk, due, now):
+    """True if the message was ever filed: 1-2 HEADs of the names its
+    first filing has, then its locks again, in case a claim took it
+    meanwhile. Asked by name because a listing can lag behind a write
+    (state.QueueState.latest_lock)."""
+    if gk is not None:
+        candidates = [names.group_obj(gk, pos, message_id)]
     else:
-        delayed = names.delayed_obj(message.due, message.pos, message.id, 1)
-        ready = names.avail_obj(message.pos, message.id, 1)
+        delayed = names.delayed_obj(due, pos, message_id, 1)
+        ready = names.avail_obj(pos, message_id, 1)
         # Settling writes a/ before deleting d/: look at d/ before a/.
-        candidates = ([delayed, ready] if message.due > now
+        candidates = ([delayed, ready] if due > now
                       else [ready, delayed, ready])
     for name in candidates:
         if qs.store.head(qs.c, name) is not None:
             return True
-    return qs.latest_lock(message.id)[0] > 0
+    return qs.latest_lock(message_id)[0] > 0
 
 
 def clean(qs, positions, filed, now):
     """gc: remove drafts (``positions``: id -> ``p/`` fields; ``filed``:
     ids that exist), those written over DRAFT_AGE_S ago, at most
-    SETTLE_BATCH. Returns how many."""
+    SETTLE_BATCH. Returns how many it looked at (SETTLE_BATCH: more may
+    be waiting)."""
     old = now - DRAFT_AGE_S * 1000
-    drafts = [fields for mid, fields in positions.items()
-              if mid not in filed and fields['cr'] < old]
-    drafts = drafts[:state.SETTLE_BATCH]
+    suspects = [fields for mid, fields in positions.items()
+                if mid not in filed and fields['cr'] < old]
+    suspects = suspects[:state.SETTLE_BATCH]
+    # The listings can lag behind a filing: each suspect is asked by name
+    # before it goes, or an acknowledged post could be removed.
+    drafts = [fields for fields, found in zip(suspects, qs.store.parallel(
+        lambda f: filed_by_name(qs, f['id'], f['pos'], f['g'], f['d'], now),
+        suspects)) if not found]
     if drafts:
         qs.remove([(f['id'], f['pos'], 0, f['g']) for f in drafts], now)
         # A dead-letter or move copy cut short: its r/ marker must not
         # make gc's next copy of it be skipped.
         qs.store.delete_many(qs.c, [names.received_obj(f['id'])
                                     for f in drafts])
-    return len(drafts)
+    return len(suspects)

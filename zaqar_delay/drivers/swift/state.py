@@ -142,7 +142,16 @@ class QueueState:
     # -- claims ------------------------------------------------------------
 
     def latest_lock(self, message_id):
-        """(attempts won so far, claim id or pop/dead of the last one)."""
+        """(attempts won so far, claim id or pop/dead of the last one).
+
+        The listing can lag behind a lock: an object server whose
+        container update the container server did not take in time keeps
+        it for Swift's object-updater, and the lock exists unlisted until
+        that runs. Taken for "no lock", it would let a claim's expiry skip
+        the message (never redelivered) and its group re-file attempt 1
+        forever. So the attempt after the newest listed one is asked for
+        by name: attempts are won in order, the first missing one ends.
+        """
         best = (0, None)
         for entry in self.store.listing(self.c,
                                         names.lock_prefix(message_id)):
@@ -150,7 +159,13 @@ class QueueState:
             if attempt > best[0]:
                 best = (attempt, names.ct_params(
                     entry.get('content_type')).get('c'))
-        return best
+        while True:
+            found = self.store.head(self.c, names.lock_obj(message_id,
+                                                           best[0] + 1))
+            if found is None:
+                return best
+            best = (best[0] + 1, names.ct_params(
+                found.get('content-type')).get('c'))
 
     def claim_record(self, claim_id, cache=None):
         if cache is not None and claim_id in cache:
