@@ -60,17 +60,19 @@ def consume(swift_uri, redis_url, queue, project, start, results):
 
 def clean(swift_uri, redis_url, queue, project, start, stop, results):
     """Run the cleanup of one queue until told to stop; report how many
-    removals this process won. A pass that fails on a Swift error is
-    tried again, as zaqar-delay-gc does (cmd/gc.py)."""
+    removals this process's passes answered, and how many passes failed.
+    A pass that fails on a Swift error is tried again, as zaqar-delay-gc
+    does (cmd/gc.py); what it removed before failing goes unreported."""
     from zaqar.storage import errors
     driver = make_driver(swift_uri, redis_url)
     wait(start)
-    removed = 0
+    removed = failed = 0
     while not stop.is_set():
         try:
             removed += driver.clean_queue(queue, project)
         except errors.ExceptionBase as exc:
             print('clean pass failed, trying again:', exc, flush=True)
+            failed += 1
             time.sleep(0.5)
         time.sleep(0.02)
-    results.put(removed)
+    results.put((removed, failed))

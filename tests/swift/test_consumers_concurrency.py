@@ -76,7 +76,9 @@ def test_read_by_all_with_producers_and_cleaners(crew, swift_server,
     posted_done.set()
     seen = dict(crew.get(seen_q, timeout=300) for _ in (A, B))
     read_done.set()
-    cleaned = sum(crew.get(cleaned_q, timeout=300) for _ in range(CLEANERS))
+    reports = [crew.get(cleaned_q, timeout=300) for _ in range(CLEANERS)]
+    cleaned = sum(removed for removed, _ in reports)
+    failed_passes = sum(failed for _, failed in reports)
     problems = crew.get(watch_q, timeout=300)
     crew.join()
 
@@ -92,4 +94,10 @@ def test_read_by_all_with_producers_and_cleaners(crew, swift_server,
     cleaned += driver.clean_queue('q', project)
     stats = driver.message_controller.stats('q', project)
     assert stats['messages']['total'] == 0
-    assert cleaned == stats['retention']['removed'] == len(posted)
+    assert stats['retention']['removed'] == len(posted)
+    # Each removal was reported by the pass that made it, unless that
+    # pass failed later (its answer lost with the removals it had made).
+    if failed_passes:
+        assert cleaned <= len(posted)
+    else:
+        assert cleaned == len(posted)

@@ -45,7 +45,9 @@ def test_overflowing_producers_consumers_and_two_cleaners(
     posted = [crew.get(produced, timeout=300) for _ in range(PRODUCERS)]
     results = [crew.get(consumed, timeout=300) for _ in range(CONSUMERS)]
     stop.set()
-    won = sum(crew.get(cleaned, timeout=300) for _ in range(CLEANERS))
+    reports = [crew.get(cleaned, timeout=300) for _ in range(CLEANERS)]
+    won = sum(removed for removed, _ in reports)
+    failed_passes = sum(failed for _, failed in reports)
     crew.join()
 
     handouts = [h for hs, _ in results for h in hs]
@@ -61,8 +63,13 @@ def test_overflowing_producers_consumers_and_two_cleaners(
     assert len(tallies) == len(removed_ids), 'a removal counted twice'
     stats = driver.message_controller.stats(queue, project)
     assert stats['retention']['removed'] == len(removed_ids)
-    # Consumers only ever claim: every removal was a cleaner's.
-    assert won == len(removed_ids)
+    # Consumers only ever claim: every removal was a cleaner's, and each
+    # was reported by the pass that made it, unless that pass failed
+    # later (its answer lost with the removals it had made).
+    if failed_passes:
+        assert won <= len(removed_ids)
+    else:
+        assert won == len(removed_ids)
     assert not removed_ids & set(counts), 'consumed and removed'
     left = {parse.unquote(e['name'][2:])
             for e in driver.store.listing_all(qs.c, 'm/')}
