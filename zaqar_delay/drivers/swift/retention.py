@@ -49,12 +49,11 @@ group heads so their groups move on), per message, in parallel:
 tallies after it (``n/``, in name order).
 """
 
-import datetime
-
 from zaqar_delay import consumers
 from zaqar_delay import retention as retention_rules
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import summary
 
 # A "ret" lock this old whose message is still there lost its remover:
 # anyone meeting it finishes the removal. Younger, the lock may still be
@@ -296,10 +295,10 @@ def drop(qs, victims, now):
         message_id = fields['id']
         if fields['e'] <= now:
             return 'expired', (message_id, fields['pos'], None, fields['g'])
-        attempt, params, modified = _latest_lock(qs, message_id)
+        attempt, params, lock = _latest_lock(qs, message_id)
         holder = params.get('c')
         if holder == names.RETAIN:
-            if _age_s(modified, now) <= FINISH_AFTER_S:
+            if summary.age_s(lock, now) <= FINISH_AFTER_S:
                 return None
             if qs.store.head(qs.c, names.message_obj(message_id)):
                 tally(qs, int(params['t']), message_id)
@@ -380,20 +379,14 @@ def _newest_fold(qs):
 
 
 def _latest_lock(qs, message_id):
-    """(latest attempt, its Content-Type parameters, its last_modified)."""
+    """(latest attempt, its Content-Type parameters, its listing entry)."""
     best = (0, {}, None)
     for entry in qs.store.listing(qs.c, names.lock_prefix(message_id)):
         attempt = names.parse_lock(entry['name'])[1]
         if attempt > best[0]:
             best = (attempt, names.ct_params(entry.get('content_type')),
-                    entry.get('last_modified'))
+                    entry)
     return best
-
-
-def _age_s(last_modified, now_ms):
-    modified = datetime.datetime.fromisoformat(last_modified).replace(
-        tzinfo=datetime.timezone.utc)
-    return now_ms / 1000 - modified.timestamp()
 
 
 def clean(qs, retention, now, batch):
