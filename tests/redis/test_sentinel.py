@@ -8,7 +8,8 @@ replication promises: everything replicated before the kill (messages,
 claims, deletions, delays), every post acknowledged after the failover,
 nothing twice. Posts acknowledged by the old master in the last moment
 before the kill may be lost (replication is asynchronous); the test
-prints how many were.
+prints how many were. A second failover, with no producer, checks that a
+grouped queue keeps its group order, its claimed heads and its delays.
 """
 
 import hashlib
@@ -21,7 +22,7 @@ from zaqar.storage import errors as storage_errors
 
 from tests import backends
 from tests import conftest
-from tests.contract.helpers import claim, listed, post
+from tests.contract.helpers import claim, listed, post, stats
 from tests.servers import redis_sentinel
 from tests.servers.redis_server import RedisUnavailable
 from zaqar_delay import errors as zaqar_delay_errors
@@ -165,3 +166,119 @@ def test_a_failover_is_followed_and_keeps_what_was_replicated(
               len(acked), len(failed), slowest, len(lost), lost))
     driver.close()
     impatient.close()
+
+
+# A delay and a claim ttl far longer than a failover, so the first checks
+# after it run with the new master's own clock; the driver's clock hook
+# then moves to just before and just after them instead of sleeping.
+DELAY_S = 300
+
+
+def server_ms(client):
+    seconds, micros = client.time()
+    return seconds * 1000 + micros // 1000
+
+
+def labels(messages):
+    return ['%s%s' % (m['body'].get('g', ''), m['body']['n'])
+            for m in messages]
+
+
+def test_a_failover_keeps_groups_and_delays(sentinels, redis_url, project):
+    driver = make_driver(sentinels.uri, redis_url, attempts=8)
+    messages = driver.message_controller
+    driver.queue_controller.create('gq', project=project, metadata={
+        '_message_group_key': 'g', '_default_message_delay': DELAY_S})
+    handed = []
+
+    def take(ttl=600, limit=10):
+        claim_id, got = claim(driver, 'gq', project, limit=limit, ttl=ttl)
+        handed.extend(labels(got))
+        return claim_id, got
+
+    def ack(*claims):
+        for claim_id, got in claims:
+            for message in got:
+                messages.delete('gq', message['id'], project,
+                                claim=claim_id)
+
+    def state():
+        every = listed(driver, 'gq', project, include_claimed=True,
+                       include_delayed=True)
+        groups = next(messages.list_groups('gq', project=project, limit=20))
+        counts = stats(driver, 'gq', project)
+        return ([(m['id'], m['body']) for m in every],
+                [(g['id'], g['depth'], g['head'], g['in_flight'])
+                 for g in groups],
+                {k: counts[k] for k in ('total', 'free', 'claimed', 'delayed',
+                                        'groups', 'groups_in_flight')})
+
+    first = 'a1 b1 c1 f1 d1 a2 b2 c2 f2 d2 a3'.split()
+    post(driver, 'gq', project, *[{'g': x[0], 'n': int(x[1])} for x in first],
+         ttl=3600, delay=0)
+    old_master = redis_py.Redis(port=sentinels.master.port)
+    a_claim = take(limit=1)
+    # Claim B, e1 and late get their expiry / due time in [t_a, t_b] + 300 s.
+    t_a = server_ms(old_master)
+    take(ttl=DELAY_S, limit=1)
+    post(driver, 'gq', project, {'g': 'e', 'n': 1}, {'n': 'late'}, ttl=3600)
+    post(driver, 'gq', project, {'g': 'e', 'n': 2}, ttl=3600, delay=0)
+    t_b = server_ms(old_master)
+    ack(take(limit=1))
+    f_claim = take(limit=1)
+    assert handed == ['a1', 'b1', 'c1', 'f1']
+    before = state()
+    sentinels.wait_until_replicated()
+
+    sentinels.kill_master()
+    failover_s = sentinels.wait_for_failover()
+    new_master = redis_py.Redis(port=sentinels.replica.port)
+    assert server_ms(new_master) < t_a + (DELAY_S - 60) * 1000, (
+        'the failover outlasted the delays this test checks')
+    handed.clear()
+    # Messages, claims (in flight, claimed), c1's deletion, delays (delayed)
+    # and groups (ids, depths, heads): any of them lost changes this.
+    assert state() == before
+    # Claims of a1, b1, f1 kept: else they come back here; group order
+    # kept: else a2, b2, f2 or d2 (behind claimed or live heads) do; c1's
+    # deletion kept: else c1 instead of c2; delays kept: else e1, late.
+    d_and_c = take()
+    assert labels(d_and_c[1]) == ['d1', 'c2']
+    # A head whose message is deleted under its pre-failover claim: the
+    # next of its group, not the one after.
+    ack(a_claim)
+    a2 = take()
+    assert labels(a2[1]) == ['a2']
+    # A released pre-failover claim: the same head again, not f2.
+    driver.claim_controller.delete('gq', f_claim[0], project=project)
+    f1 = take()
+    assert labels(f1[1]) == ['f1'] and f1[1][0]['claim_count'] == 2
+
+    clock = backends.FakeClock()
+    driver.use_clock(clock)
+    clock.now_ms = t_a + DELAY_S * 1000 - 1
+    # Just before any of them can be due or expire: claim B still holds b,
+    # e1 and late are still delayed (a lost delay or claim shows here), e2
+    # waits behind its delayed head, a3, d2, f2 behind claimed heads.
+    assert take() == (None, [])
+    clock.now_ms = t_b + DELAY_S * 1000
+    # Just after: claim B expired (b1 again, its second claim), e1 and
+    # late are due; b2 and e2 still wait behind their heads.
+    due = take()
+    assert labels(due[1]) == ['b1', 'e1', 'late']
+    assert due[1][0]['claim_count'] == 2
+    ack(d_and_c, a2, f1, due)
+    last = take()
+    assert labels(last[1]) == ['b2', 'f2', 'd2', 'a3', 'e2']
+    ack(last)
+    assert take() == (None, [])
+    assert stats(driver, 'gq', project)['total'] == 0
+    # Once each after the failover (b1 again after its claim expired), each
+    # group in posting order.
+    assert len(handed) == len(set(handed))
+    for group in 'abcdef':
+        mine = [h for h in handed if h[0] == group]
+        assert mine == sorted(mine)
+    print('\nsentinel failover with groups and delays: failed over in '
+          '{:.1f} s'.format(failover_s))
+    driver.close()

@@ -32,6 +32,14 @@ def _ask(port, *words, timeout=0.5):
         return sock.recv(65536)
 
 
+def _offset(port, field):
+    """One ``<field>:<n>`` of a server's ``INFO replication``, as an int."""
+    for line in _ask(port, 'INFO', 'replication').split(b'\r\n'):
+        if line.startswith(field + b':'):
+            return int(line.split(b':')[1])
+    raise RedisUnavailable('no %s from port %d' % (field.decode(), port))
+
+
 class SentinelSet:
 
     def __init__(self, down_after_ms=1000, failover_timeout_ms=5000):
@@ -112,6 +120,19 @@ class SentinelSet:
                 continue
             return int(reply.split(b'\r\n')[-2])
         raise RedisUnavailable('no Sentinel answers')
+
+    def wait_until_replicated(self, timeout=10):
+        """Until the replica has applied every write the master made so far.
+
+        Compares replication offsets, so it covers every connection's
+        writes: Redis documents ``WAIT`` for the calling connection's own.
+        """
+        target = _offset(self.master.port, b'master_repl_offset')
+        deadline = time.monotonic() + timeout
+        while _offset(self.replica.port, b'slave_repl_offset') < target:
+            if time.monotonic() > deadline:
+                raise AssertionError('replica behind after %d s' % timeout)
+            time.sleep(0.05)
 
     def kill_master(self):
         self.master.kill()
