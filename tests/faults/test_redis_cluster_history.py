@@ -58,10 +58,14 @@ pytestmark = pytest.mark.slow
 
 LONG = bool(os.environ.get('ZAQAR_DELAY_LONG_FAULTS'))
 SOCKET_TIMEOUT = 0.5
-RETRIES = {'max_reconnect_attempts': 5, 'reconnect_sleep': 0.2}
+# The driver waits out CLUSTERDOWN for up to loading_wait (15 s by
+# default): shorter here, so the outage below outlasts it.
+RETRIES = {'max_reconnect_attempts': 5, 'reconnect_sleep': 0.2,
+           'loading_wait': 3.0}
 STALL_SECONDS = 1.2
 # With the wait for the cluster to fail and the restart, a CLUSTERDOWN of
-# about 12 s: longer than the driver's retries, so calls must fail.
+# about 12 s: longer than the driver's retries and its CLUSTERDOWN wait,
+# so calls that begin early in it must fail.
 HOLD_S = 10.0
 
 
