@@ -273,3 +273,29 @@ def test_a_consumer_page_stops_before_a_post_still_being_written(
     # acknowledged): no longer waited for.
     clock.advance(61)
     assert reader.page(marker)[0] == ['c']
+
+
+def test_a_group_member_whose_removal_was_cut_short_does_not_block_it(
+        driver, make_queue, project, clock):
+    """A delete's bulk request cut after the member's g/ and p/ entries
+    went (they go first), the client told it failed: the claim's expiry
+    files the member again, out of its group. Claims used to take it for
+    its group's candidate, find it was not the head, and skip the group
+    for good."""
+    queue = make_queue(GROUPED)
+    first, _ = post(driver, queue, project, {'g': 'x', 'n': 1},
+                    {'g': 'x', 'n': 2}, ttl=3600)
+    claim_id, got = claim(driver, queue, project)
+    assert bodies(got) == [{'g': 'x', 'n': 1}]
+    container = names.container(names.MESSAGES, queue, project)
+    member = [name for name in objects(driver, queue, project, 'g/')
+              if name.endswith('/' + first)]
+    position = [name for name in objects(driver, queue, project, 'p/')
+                if driver.store.head(container, name)['content-type']
+                .find('id=' + first) >= 0]
+    driver.store.delete_many(container, member + position)
+    clock.advance(700)     # the claim (600 s + 30 s grace) ends
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+    # The cut-short removal was finished: the member is gone for good.
+    assert names.message_obj(first) not in objects(driver, queue, project,
+                                                   'm/')

@@ -166,8 +166,15 @@ class ClaimController(controller.ClaimController):
         pop's lock names the pop (``op``), whose outcome decides."""
         pos, message_id, attempt, gk = entry
         if gk is not None and not groups.is_head(qs, gk, pos, message_id):
-            # Filed, but not first in its group (two posts crossed): it
-            # stays filed and is taken once it is the head.
+            if qs.store.head(qs.c, names.group_obj(gk, pos, message_id)) \
+                    is None:
+                # Filed but out of its group: a removal cut short after
+                # its g/ entry went (it goes first). Left, it would stand
+                # for its group in every claim and block the real head;
+                # finish the removal, which files the head.
+                qs.remove([(message_id, pos, None, gk)], now)
+            # Else not first in its group (two posts crossed): it stays
+            # filed and is taken once it is the head.
             return None
         lock = names.lock_obj(message_id, attempt)
         avail = names.avail_obj(pos, message_id, attempt)
