@@ -227,7 +227,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                           list(claim_ids) if claim_ids else None)
 
     def pop(self, queue, limit, project=None):
-        rules.check_limit(limit, self._limits.max_messages_per_claim_or_pop)
+        rules.check_limit(limit, rules.pop_bound(
+            self._limits.max_messages_per_claim_or_pop))
         try:
             policy = self.read_policy(queue, project)
         except storage_errors.QueueDoesNotExist:

@@ -9,6 +9,8 @@ import dataclasses
 import json
 import uuid
 
+import bson
+
 from zaqar.storage import utils as storage_utils
 from zaqar.transport import validation
 
@@ -294,6 +296,27 @@ def is_claim_id(value):
         return isinstance(value, str) and str(uuid.UUID(value)) == value
     except ValueError:
         return False
+
+
+# Zaqar's queue purge (POST /v2/queues/{name}/purge) pops this many
+# messages at a time, whatever [transport] max_messages_per_claim_or_pop
+# says: a driver bound below it would fail every purge.
+ZAQAR_PURGE_POP = 100
+
+
+def pop_bound(max_messages_per_claim_or_pop):
+    """The most messages one pop may take: Zaqar's client bound, never
+    less than what Zaqar's own purge asks for (a bound protects the store
+    from clients, whose requests Zaqar's transport has already checked; it
+    must not break Zaqar's own callers)."""
+    return max(max_messages_per_claim_or_pop, ZAQAR_PURGE_POP)
+
+
+def new_subscription_id():
+    """A new subscription id whose text sorts in creation order (a
+    MongoDB ObjectId, as Zaqar's MongoDB driver uses): Zaqar's clients page
+    through subscriptions in id order, the marker being the last id seen."""
+    return str(bson.ObjectId())
 
 
 def check_limit(limit, maximum=None, field='limit'):

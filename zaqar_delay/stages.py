@@ -2,8 +2,9 @@
 
 Zaqar asks a data driver for queue stats, and tells it about queue creation,
 metadata changes and deletion, through stages registered under
-``<driver module>.queue.stages``; this is the stage each of our drivers
-registers there. A stage method that returns None lets the pipeline go on
+``<driver module>.queue.stages`` (and the same for topics under
+``.topic.stages``); these are the stages each of our drivers registers
+there. A stage method that returns None lets the pipeline go on
 to the next stage (finally Zaqar's queue controller); one that raises stops
 it, so refused metadata is never stored.
 """
@@ -38,4 +39,16 @@ class QueueStage:
     def stats(self, name, project=None):
         if not self._driver.queue_controller.exists(name, project=project):
             raise storage_errors.QueueDoesNotExist(name, project)
+        return self._messages.stats(name, project)
+
+
+class TopicStage(QueueStage):
+    """The same stage for topics (``<driver module>.topic.stages``): a
+    topic's metadata lives in Zaqar's topic controller, not its queue
+    controller, and stats of a topic that does not exist is Zaqar's
+    TopicDoesNotExist (its transport answers an empty 200), not a 404."""
+
+    def stats(self, name, project=None):
+        if not self._driver.topic_controller.exists(name, project=project):
+            raise storage_errors.TopicDoesNotExist(name, project)
         return self._messages.stats(name, project)

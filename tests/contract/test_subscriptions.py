@@ -57,3 +57,20 @@ def test_listing_pages_with_markers_and_isolates_projects(
     pages = subs.list(queue, project=project, limit=3, marker=marker)
     assert first + [s['id'] for s in next(pages)] == ids
     assert list(next(subs.list(queue, project=project + '-other'))) == []
+
+
+def test_listing_is_in_id_order_and_any_listed_id_is_a_marker(
+        driver, make_queue, project):
+    """Zaqar's clients page through subscriptions in id order: its WSGI
+    suite sorts the ids of a listing and pages on from the tenth."""
+    queue = make_queue()
+    subs = driver.subscription_controller
+    for i in range(15):
+        subs.create(queue, 'http://127.0.0.1:9/%d' % i, 600, {},
+                    project=project)
+    listed = [s['id'] for s in next(subs.list(queue, project=project,
+                                              limit=20))]
+    assert len(listed) == 15
+    assert listed == sorted(listed)
+    after = next(subs.list(queue, project=project, marker=listed[9]))
+    assert [s['id'] for s in after] == listed[10:]

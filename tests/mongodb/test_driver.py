@@ -173,3 +173,14 @@ def test_stats_after_claim_expiry_with_redelivery_delay(driver, clock,
     clock.advance(30)
     counts = stats(driver, 'q', project)
     assert (counts['claimed'], counts['delayed'], counts['free']) == (0, 0, 1)
+
+
+def test_the_health_report_counts_messages_as_zaqars_mongodb_driver(
+        driver, make_queue, project):
+    """GET /v2/health's message_volume, which Zaqar's MongoDB driver
+    reports and its WSGI health suite asks for."""
+    queue = make_queue()
+    post(driver, queue, project, 'a', 'b', 'c')
+    claim(driver, queue, project, limit=1)
+    assert driver._health()['message_volume'] == {
+        'free': 2, 'claimed': 1, 'total': 3}

@@ -39,7 +39,7 @@ uri = {management_uri}
 
 [transport]
 max_message_delay = {max_delay}
-
+{transport_options}
 [signed_url]
 secret_key = zaqar-delay-tests
 {extra}"""
@@ -48,14 +48,15 @@ secret_key = zaqar-delay-tests
 def write_config(directory, redis_url, port, message_store='delay.redis',
                  store_options=None, max_delay=900, management_store='redis',
                  management_uri=None, unreliable=False, auth_strategy='',
-                 extra=''):
+                 extra='', transport_options=None):
     """Write zaqar.conf for ``message_store`` and return its path.
 
     Queue metadata goes to Zaqar's Redis control driver on ``redis_url``
     unless another ``management_store`` is named. ``unreliable`` lets
     Zaqar's MongoDB drivers run on a server that is not a replica set.
     ``extra`` is appended verbatim (for example a ``[keystone_authtoken]``
-    section to go with ``auth_strategy='keystone'``).
+    section to go with ``auth_strategy='keystone'``); ``transport_options``
+    go to ``[transport]`` (Zaqar's limits).
     """
     options = dict(store_options or {})
     section = '[drivers:message_store:{}]\n'.format(message_store) + ''.join(
@@ -68,7 +69,10 @@ def write_config(directory, redis_url, port, message_store='delay.redis',
             management_uri=management_uri or redis_url,
             unreliable=str(unreliable).lower(),
             store_section=section, max_delay=max_delay,
-            auth_strategy=auth_strategy, extra=extra))
+            auth_strategy=auth_strategy, extra=extra,
+            transport_options=''.join(
+                '{} = {}\n'.format(k, v)
+                for k, v in (transport_options or {}).items())))
     return path
 
 

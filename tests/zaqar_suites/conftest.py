@@ -9,6 +9,7 @@ and queue names, so these tests get a redis-server of their own
 (``redis_url`` is overridden here) that can be flushed between tests.
 """
 
+import configparser
 import importlib
 import os
 import tempfile
@@ -21,6 +22,7 @@ os.environ.setdefault('ZAQAR_TEST_MONGODB', '1')
 import pytest  # noqa: E402
 import redis  # noqa: E402
 import swiftclient  # noqa: E402
+from zaqar import tests as zaqar_tests  # noqa: E402
 
 from tests import conftest as shared  # noqa: E402
 from tests.servers import redis_server  # noqa: E402
@@ -54,13 +56,27 @@ def zaqar_config(request, redis_url, monkeypatch):
         return
     store, options = _store(backend, request, redis_url, monkeypatch)
     directory = tempfile.mkdtemp(prefix='zd-zaqar-suite-')
-    path = zaqar_server.write_config(directory, redis_url, 0, store, options,
-                                     **_mongodb_management(monkeypatch))
+    path = zaqar_server.write_config(
+        directory, redis_url, 0, store, options,
+        transport_options=_transport_options(request.cls.config_file),
+        **_mongodb_management(monkeypatch))
     monkeypatch.setattr(request.cls, 'config_file', path)
     yield
     redis.Redis.from_url(redis_url).flushall()
     if backend.endswith('swift'):
         _wipe_swift(request.getfixturevalue('swift_server'))
+
+
+def _transport_options(zaqar_config_file):
+    """The ``[transport]`` limits of the Zaqar config file a suite names
+    (its validation suite tests the small bounds its file sets)."""
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(os.path.dirname(zaqar_tests.__file__), 'etc',
+                             zaqar_config_file))
+    if not parser.has_section('transport'):
+        return {}
+    return {key: value for key, value in parser.items('transport')
+            if key not in parser.defaults()}
 
 
 def _mongodb_management(monkeypatch):

@@ -10,7 +10,8 @@ README = pathlib.Path(__file__).resolve().parents[2] / 'README.md'
 BACKENDS = {'Redis': 'redis', 'MongoDB': 'mongodb', 'Swift': 'swift'}
 SUITES = {'ClaimControllerTest': 'Claims', 'MessageControllerTest':
           'Messages', 'QueueControllerTest': 'Queues',
-          'SubscriptionControllerTest': 'Subscriptions'}
+          'SubscriptionControllerTest': 'Subscriptions',
+          'TestHealthMongoDB': 'WsgiHealth'}
 
 
 def documented():

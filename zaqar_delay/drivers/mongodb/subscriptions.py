@@ -10,7 +10,6 @@ dotted keys in them are data.
 
 import datetime
 import json
-import uuid
 
 import bson
 from pymongo import errors as mongo_errors
@@ -18,6 +17,7 @@ from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import consumers
+from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 
 
@@ -85,9 +85,12 @@ class SubscriptionController(storage.Subscription):
         # An expired subscription frees its subscriber URI at once.
         self._subs.delete_many(self._where(queue, project, u=subscriber,
                                            e={'$lte': now}))
-        subscription_id = str(uuid.uuid4())
+        # The order key is the id itself: Zaqar's clients page through
+        # subscriptions in id order (rules.new_subscription_id).
+        subscription_id = rules.new_subscription_id()
         doc = self._where(queue, project, _id=subscription_id, u=subscriber,
-                          o=json.dumps(options), c=False, k=bson.ObjectId())
+                          o=json.dumps(options), c=False,
+                          k=bson.ObjectId(subscription_id))
         doc.update(_expiry(now, ttl))
         # An expired subscription's consumer state went with it above.
         doc.update(consumer_state.fresh(subscriber, now))

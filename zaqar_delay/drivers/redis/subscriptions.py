@@ -1,6 +1,10 @@
 """Notification subscriptions on Redis.
 
-Per queue: ``Q:subs`` (zset id -> creation order), ``Q:subscribers`` (hash
+Per queue: ``Q:subs`` (zset id -> the second it was created in, read from
+the id itself: the zset orders ties by member, so it lists ids in their
+text order, which is how Zaqar's clients page through them; subscriptions
+that earlier releases stored keep their uuid4 id and fractional creation
+time, and still list in creation order), ``Q:subscribers`` (hash
 subscriber URI -> id, for the duplicate check) and ``Q:s:<id>`` (hash: ``s``
 source, ``u`` subscriber, ``t`` ttl, ``e`` expires (s), ``o`` options JSON,
 ``c`` confirmed 0/1), expiring with the subscription. A subscription is
@@ -18,12 +22,14 @@ expiry included.
 
 import json
 import time
-import uuid
+
+import bson
 
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import consumers
+from zaqar_delay import rules
 from zaqar_delay.drivers.redis import keys
 
 FIELDS = ('s', 'u', 't', 'e', 'o', 'c')
@@ -53,12 +59,13 @@ class SubscriptionController(storage.Subscription):
     def list(self, queue, project=None, marker=None,
              limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
         index, _ = keys.subscription_keys(queue, project)
-        start = '-inf'
+        start = 0
         if marker:
-            score = self._guarded(lambda: self._client.zscore(index, marker))
-            start = '({}'.format(score) if score is not None else '-inf'
-        ids = self._guarded(lambda: self._client.zrangebyscore(
-            index, start, '+inf', start=0, num=limit))
+            # As Zaqar's own drivers: an unknown marker lists from the start.
+            rank = self._guarded(lambda: self._client.zrank(index, marker))
+            start = 0 if rank is None else rank + 1
+        ids = self._guarded(lambda: self._client.zrange(
+            index, start, start + limit - 1))
         found = [self._load(queue, project, sid.decode()) for sid in ids]
         found = [sub for sub in found if sub]
         yield iter(found)
@@ -91,7 +98,7 @@ class SubscriptionController(storage.Subscription):
         existing = self.get_with_subscriber(queue, subscriber, project)
         if existing is not None:
             return None
-        subscription_id = str(uuid.uuid4())
+        subscription_id = rules.new_subscription_id()
         if not self._guarded(lambda: self._client.hsetnx(
                 subscribers, subscriber, subscription_id)):
             return None
@@ -103,7 +110,8 @@ class SubscriptionController(storage.Subscription):
                                     'e': now + ttl,
                                     'o': json.dumps(options), 'c': 0})
             pipe.expire(key, ttl)
-            pipe.zadd(index, {subscription_id: time.time()})
+            pipe.zadd(index, {subscription_id: _creation_second(
+                subscription_id)})
 
         self.driver.pipelined(write)
         return subscription_id
@@ -178,3 +186,9 @@ class SubscriptionController(storage.Subscription):
         self.get(queue, subscription_id, project)
         key = keys.subscription_key(queue, project, subscription_id)
         self._guarded(lambda: self._client.hset(key, 'c', int(confirmed)))
+
+
+def _creation_second(subscription_id):
+    """The creation second an ObjectId id carries (rules.new_subscription_id):
+    ids of one second sort by their text after it, as the zset orders ties."""
+    return int(bson.ObjectId(subscription_id).generation_time.timestamp())
