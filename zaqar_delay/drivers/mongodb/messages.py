@@ -233,6 +233,9 @@ class MessageController(controller.MessageController):
         self.driver.claims.delete_many(where)
         self.driver.moves.delete_many(where)
         self.driver.counters.delete_one(where)
+        # Last: a consumer reading before the messages are gone would
+        # move its cursor on again.
+        consumer_state.restart(self.driver, queue, project)
 
     def _stats(self, queue, project, retention):
         now = self.driver.now()
