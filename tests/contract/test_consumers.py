@@ -269,12 +269,15 @@ def test_a_rewind_by_one_is_refused_naming_the_stored_cursor(
     assert reader.page(str(at['b']))[0] == ['c']
 
 
-def test_an_unknown_marker_is_not_interpreted(driver, make_queue, project):
+# Past 2**63 - 1 no store has a position (MongoDB's are int64).
+@pytest.mark.parametrize('marker', ['not-a-position', str(2 ** 63)])
+def test_an_unknown_marker_is_not_interpreted(driver, make_queue, project,
+                                              marker):
     queue = make_queue()
     post(driver, queue, project, 'a')
     reader = Reader(driver, queue, project)
     pages = driver.message_controller.list(queue, project=project,
-                                           marker='not-a-position',
+                                           marker=marker,
                                            client_uuid=reader.id)
     assert list(next(pages)) == []
     assert reader.state().cursor is None
