@@ -512,6 +512,9 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
 # A marker that no listing of ours returned: Zaqar's drivers list nothing
 # after it (an empty page), so ours do too, without asking the store.
 _UNKNOWN_MARKER = object()
+# No position of any store is above it (MongoDB's are int64, and pymongo
+# cannot even encode a larger int into a filter).
+MAX_POSITION = 2 ** 63 - 1
 
 
 def _parse_marker(marker):
@@ -522,7 +525,7 @@ def _parse_marker(marker):
         position = int(marker)
     except (TypeError, ValueError):
         return _UNKNOWN_MARKER
-    return position if position >= 0 else _UNKNOWN_MARKER
+    return position if 0 <= position <= MAX_POSITION else _UNKNOWN_MARKER
 
 
 class StoredMessage(dict):

@@ -9,7 +9,10 @@ import pytest
 from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import CLIENT, claim, listed, post, stats
+from zaqar_delay import errors
 from zaqar_delay import rules
+from zaqar_delay.drivers.mongodb import claims
+from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import state
 
 
@@ -151,6 +154,71 @@ def test_stats_counts_groups_without_fetching_every_group_id(
     monkeypatch.setattr(driver.messages, 'distinct', distinct)
     found = stats(driver, 'q', project)
     assert (found['groups'], found['groups_in_flight']) == (3, 2)
+
+
+def is_pop_delete(where, *args, **kwargs):
+    return fields.CLAIM in where
+
+
+def outlast_the_pop_claim(driver, project, clock, then=None):
+    """The pop stalls before its delete past its claim's ttl; another
+    consumer claims its message (the claim settles the queue first, so
+    the pop's claim ends and gives it back), then ``then(claim id)``."""
+    def run():
+        clock.advance(claims.POP_CLAIM_TTL + 1)
+        claim_id, got = claim(driver, 'q', project)
+        assert [m['body'] for m in got] == ['a']
+        if then is not None:
+            then(claim_id)
+    return run
+
+
+def test_a_pop_outlasting_its_claim_never_returns_what_another_holds(
+        driver, project, clock, monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a')
+    fired = before_call(monkeypatch, driver.messages, 'delete_many',
+                        outlast_the_pop_claim(driver, project, clock),
+                        when=is_pop_delete)
+    popped = driver.message_controller.pop('q', 10, project=project)
+    assert fired
+    assert popped == []
+    held = listed(driver, 'q', project, include_claimed=True)
+    assert [(m['body'], m['claim_id'] is not None) for m in held] == [
+        ('a', True)]
+
+
+def test_a_pop_whose_retried_delete_outlasts_its_claim_fails(
+        driver, project, clock, monkeypatch):
+    """The first delete's reply is lost (it did nothing); before the
+    retry, another consumer claims and deletes the message: gone, but
+    not by this pop, which cannot tell and must not return it."""
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a')
+    real = driver.messages.delete_many
+    ids = [m['id'] for m in listed(driver, 'q', project)]
+    calls = []
+
+    def other_consumer_deletes(claim_id):
+        driver.message_controller.delete('q', ids[0], project=project,
+                                         claim=claim_id)
+
+    meanwhile = outlast_the_pop_claim(driver, project, clock,
+                                      other_consumer_deletes)
+
+    def delete_many(where, *args, **kwargs):
+        if is_pop_delete(where) and not calls:
+            calls.append(True)
+            meanwhile()
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason='reply lost')
+        return real(where, *args, **kwargs)
+
+    monkeypatch.setattr(driver.messages, 'delete_many', delete_many)
+    with pytest.raises(errors.BackendUnavailable):
+        driver.message_controller.pop('q', 10, project=project)
+    assert calls
+    assert listed(driver, 'q', project, include_claimed=True) == []
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,8 @@ the index ranges the reads and removals use, the cutoff's fast path, and
 that gc() cleans each queue on its own.
 """
 
+import uuid
+
 import pytest
 
 from tests.contract.helpers import bodies, claim, listed, post, stats
@@ -306,3 +308,141 @@ def test_the_cutoff_walk_reads_index_keys_unless_something_expired(
     # walk's filter and sort are all in {p, q, s, k} (covered).
     assert bodies(listed(driver, queue, project)) == ['a', 'b']
     assert walks.pop() == {'p', 'q', 's'}
+
+
+class Reads:
+    """Records each ``find`` and ``count_documents`` sent to the
+    messages collection: (filter, sort, limit, hint)."""
+
+    def __init__(self, monkeypatch, driver):
+        self.finds, self.counts = [], []
+        real_find = driver.messages.find
+        real_count = driver.messages.count_documents
+
+        def find(query, projection=None, sort=None, limit=0, hint=None,
+                 skip=0):
+            self.finds.append((query, sort, limit, hint))
+            return real_find(query, projection, sort, limit, hint, skip)
+
+        def count_documents(query, **kwargs):
+            self.counts.append((query, None, 0, kwargs.get('hint')))
+            return real_count(query, **kwargs)
+
+        monkeypatch.setattr(driver.messages, 'find', find)
+        monkeypatch.setattr(driver.messages, 'count_documents',
+                            count_documents)
+
+    def of_kept(self):
+        """The reads that may match unclaimed messages at any position
+        (listings, first, oldest/newest, counts, lag): not the settle and
+        removal steps, which name the states they change (and expired
+        messages), nor lookups by id, nor reads of claimed messages."""
+        return [read for read in self.finds + self.counts
+                if _reads_unclaimed(read[0])]
+
+
+def _reads_unclaimed(where):
+    state = where.get(fields.STATE)
+    if '_id' in where or where.get(fields.EXPIRES, {}).get('$lte'):
+        return False
+    return state is None or state == {'$ne': fields.MOVING} or (
+        isinstance(state, dict) and fields.CLAIMED in state.get('$in', ()))
+
+
+def _claimed_in_an_or(where):
+    """Whether the claimed state appears inside an ``$or`` (the shape
+    that leaves an index range unbounded below)."""
+    if isinstance(where, list):
+        return any(_claimed_in_an_or(part) for part in where)
+    if not isinstance(where, dict):
+        return False
+    return any((key == '$or' and {fields.STATE: fields.CLAIMED} in value)
+               or _claimed_in_an_or(value) for key, value in where.items())
+
+
+def behind_a_hidden_backlog(driver, project, make_queue, backlog):
+    """A queue keeping 3 by length, its oldest message held by a claim,
+    ``backlog`` messages hidden behind the 3 it keeps, nothing removed
+    (reads_remove_nothing), and a persistent consumer with no cursor.
+    Returns (queue, consumer's client id, subscription id)."""
+    queue = retained(make_queue, length=3)
+    post(driver, queue, project, 'held')
+    assert bodies(claim(driver, queue, project, limit=1)[1]) == ['held']
+    post(driver, queue, project, *range(backlog + 3))
+    reader = uuid.uuid4()
+    sid = driver.subscription_controller.create(
+        queue, 'cursor:' + str(reader), 3600, {}, project=project)
+    return queue, reader, sid
+
+
+def read_as_a_consumer(driver, project, queue, reader, sid):
+    """A consumer's page, first, stats (oldest) and the lag."""
+    messages = driver.message_controller
+    pages = messages.list(queue, project=project, client_uuid=reader)
+    page = bodies(next(pages))
+    oldest = messages.first(queue, project)['body']
+    total = messages.stats(queue, project)['messages']['total']
+    lag = driver.subscription_controller.get(
+        queue, sid, project=project)['options']['lag']
+    return page, oldest, total, lag
+
+
+@pytest.mark.usefixtures('reads_remove_nothing')
+def test_reads_of_kept_messages_are_bounded_below_by_the_cutoff(
+        driver, project, make_queue, monkeypatch):
+    backlog = 20
+    queue, reader, sid = behind_a_hidden_backlog(driver, project,
+                                                 make_queue, backlog)
+    cutoff = counter(driver, queue, project)['n'] - 2
+    reads = Reads(monkeypatch, driver)
+    assert read_as_a_consumer(driver, project, queue, reader, sid) == (
+        ['held', backlog, backlog + 1, backlog + 2], 'held', 4, 4)
+    kept = reads.of_kept()
+    assert kept
+    for where, _, _, hint in kept:
+        # A top-level range from the cutoff on, so the index range never
+        # starts among the hidden messages; the claimed ones it leaves
+        # out are a read of the claimed state alone.
+        assert where[fields.POSITION]['$gte'] >= cutoff, where
+        assert not _claimed_in_an_or(where), where
+    held = [read for read in reads.finds + reads.counts
+            if read[0].get(fields.STATE) == fields.CLAIMED
+            and '$and' in read[0]]
+    assert held and all(hint == 'zd_state_position'
+                        for _, _, _, hint in held)
+
+
+def explained(driver, where, sort, limit, hint):
+    """executionStats of a find or count as the driver sent it."""
+    if sort is None and not limit:
+        command = {'count': fields.MESSAGES, 'query': where}
+        if hint:
+            command['hint'] = hint
+        return driver.database.command(
+            'explain', command, verbosity='executionStats')[
+                'executionStats']
+    return driver.messages.raw.find(where, sort=sort, limit=limit,
+                                    hint=hint).explain()['executionStats']
+
+
+@pytest.mark.usefixtures('reads_remove_nothing')
+def test_real_server_reads_behind_a_hidden_backlog_examine_what_is_kept(
+        driver, real_server, project, make_queue, monkeypatch):
+    queue, reader, sid = behind_a_hidden_backlog(driver, project,
+                                                 make_queue, 500)
+    reads = Reads(monkeypatch, driver)
+    read_as_a_consumer(driver, project, queue, reader, sid)
+    monkeypatch.undo()
+    checked = 0
+    for where, sort, limit, hint in reads.of_kept():
+        if hint is None:
+            # stats' total: a count of every live message, whichever
+            # index the planner takes (a count, never a page).
+            continue
+        stats = explained(driver, where, sort, limit, hint)
+        # 3 kept and 1 held; a few keys more for the ends of the
+        # ranges merged by state.
+        assert stats['totalKeysExamined'] <= 12, (where, stats)
+        assert stats['totalDocsExamined'] <= 8, (where, stats)
+        checked += 1
+    assert checked

@@ -11,7 +11,9 @@ the messages whose ``c`` names it. Handing out is a bulk pattern:
 Ids that a concurrent claimer won are simply missing in step 3, and the
 loop reads the next ready ids. Pop is a claim whose messages are deleted
 right after step 3, so a crash between the two leaves them claimed (and
-redelivered when the short pop claim ends), never lost.
+redelivered when the short pop claim ends), never lost; the delete names
+the pop's claim, and a pop returns only what it removed under it
+(_delete_popped).
 
 Groups (groups.py): only a group's head is ever ``r``, so step 1 never
 sees a blocked member, and the head this claim takes stays ``c`` while
@@ -80,9 +82,11 @@ class ClaimController(controller.ClaimController):
             return claim_id, []
         if mode == 'pop' or not taken:
             if taken:
-                self._delete_popped(claim_id, taken)
+                popped = self._delete_popped(queue, project, claim_id,
+                                             taken)
                 groups.advance_all(self.driver, queue, project,
                                    groups.groups_of(taken), now)
+                taken = popped
             self._claims.delete_one({'_id': claim_id})
             return claim_id, [
                 state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
@@ -181,22 +185,53 @@ class ClaimController(controller.ClaimController):
         reservations.release(self.driver, dlq, project, token)
         groups.advance_all(self.driver, dlq, project, joined, now)
 
-    def _delete_popped(self, claim_id, taken):
-        """Delete a pop's batch, which is in hand: a delete whose reply was
-        lost is sent again (deleting by id and claim is idempotent) and
-        the batch returned, never dropped unseen. pymongo does not retry
-        multi-document writes itself."""
+    def _delete_popped(self, queue, project, claim_id, taken):
+        """Delete a pop's batch; return the part of it this pop removed
+        under its own claim, never a message another consumer may hold.
+
+        The delete names the pop's claim, so it removes only messages
+        still under it: never handed to anyone else. A delete whose reply
+        was lost is sent again (idempotent; pymongo does not retry
+        multi-document writes itself); its retries may outlast the pop's
+        claim, whose messages then go back and may be claimed again, so
+        only a delete that answers for the whole batch returns it as is.
+        Otherwise :meth:`_confirm_popped` tells which are gone for good.
+        """
+        mine = queries.of_claims(queue, project, [claim_id]).filter
+        mine['_id'] = {'$in': [doc['_id'] for doc in taken]}
         for attempt in range(POP_DELETE_ATTEMPTS):
             try:
-                self._messages.delete_many({
-                    '_id': {'$in': [doc['_id'] for doc in taken]},
-                    f.CLAIM: claim_id})
-                return
+                deleted = self._messages.delete_many(mine).deleted_count
             except errors.BackendUnavailable:
                 if attempt == POP_DELETE_ATTEMPTS - 1:
                     # Still claimed under the pop's short claim if the
                     # delete never happened: redelivered, not lost.
                     raise
+                continue
+            if deleted == len(taken):
+                return taken
+            break
+        return self._confirm_popped(claim_id, taken)
+
+    def _confirm_popped(self, claim_id, taken):
+        """The messages of ``taken`` that are gone while the pop's claim
+        never ended. Read in this order: a claim document still there and
+        unmarked after the read means none of its messages was given back
+        (state.end_claims marks first, and marks are never taken off), so
+        each one gone by then went under this claim, handed to no one
+        else; one still there is not this pop's (it comes back when the
+        claim ends). Gone after the claim ended, a message may have been
+        given back, claimed and deleted by another consumer: the pop
+        cannot tell, so it fails rather than hand out a message twice."""
+        left = {doc['_id'] for doc in self._messages.find(
+            {'_id': {'$in': [doc['_id'] for doc in taken]}},
+            {'_id': True})}
+        gone = [doc for doc in taken if doc['_id'] not in left]
+        if gone and not self._still_live(claim_id):
+            raise errors.BackendUnavailable(
+                backend='MongoDB', reason='the claim of a pop ended before '
+                'its delete was confirmed; its messages were not returned')
+        return gone
 
     def _get_claim(self, queue, project, claim_id):
         now = self.driver.now()

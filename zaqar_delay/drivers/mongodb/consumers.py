@@ -79,6 +79,18 @@ def update(driver, queue, project, consume_id, ack, handed, lost):
         _where(queue, project, now, consumers.PREFIX + consume_id), change)
 
 
+def restart(driver, queue, project):
+    """The queue's consumers start again from its beginning (queue
+    deletion): the positions of a queue created again start from 1, and a
+    cursor from before would skip its messages, or count them as read by
+    all. ``lost`` stays, as on Redis (purge.lua). One update on the
+    ``{p, s, u}`` index; a queue has few consumers, one subscription
+    each."""
+    driver.subscriptions.update_many(
+        {'p': project, 's': queue, 'u': _ANY},
+        {'$unset': {CURSOR: '', HANDED: ''}})
+
+
 def fresh(subscriber, now):
     """The consumer fields a subscription document with ``subscriber``
     starts with (none for other schemes)."""

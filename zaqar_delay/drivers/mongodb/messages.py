@@ -132,9 +132,7 @@ class MessageController(controller.MessageController):
             states.append(f.DELAYED)
         query = queries.page(queue, project, now, marker, states,
                              None if echo else client_uuid)
-        kept.restrict(query.filter, held=include_claimed)
-        docs = self._messages.find(query.filter, None, query.sort, limit,
-                                   query.index)
+        docs = self._find_kept(query, kept, limit, held=include_claimed)
         return ([state.render(doc, now) for doc in docs],
                 docs[-1][f.POSITION] if docs else None)
 
@@ -146,11 +144,35 @@ class MessageController(controller.MessageController):
         return state.render(doc, now, include_created=True) if doc else None
 
     def _due(self, queue, project, now, sort, kept):
-        query = queries.due_now(queue, project, now, sort)
-        kept.restrict(query.filter, held=True)
-        found = self._messages.find(query.filter, None, query.sort, 1,
-                                    query.index)
+        found = self._find_kept(queries.due_now(queue, project, now, sort),
+                                kept, 1)
         return found[0] if found else None
+
+    def _find_kept(self, query, kept, limit=0, held=True):
+        """Up to ``limit`` (0: all) documents ``query`` matches that
+        ``kept`` keeps, in its order. ``held``: the query may match
+        claimed messages, kept whatever their age or position: read apart
+        (retention.Window.kept_or_held), so no index range walks what the
+        window hides."""
+        if not held:
+            kept.restrict(query.filter)
+            return self._messages.find(query.filter, None, query.sort,
+                                       limit, query.index)
+        found = []
+        for where, index in kept.kept_or_held(query.filter, query.index):
+            found += self._messages.find(where, None, query.sort, limit,
+                                         index)
+        if query.sort:
+            found.sort(key=lambda doc: doc[f.POSITION],
+                       reverse=query.sort[0][1] < 0)
+        return found[:limit] if limit else found
+
+    def _count_kept(self, where, kept, index=None):
+        """How many messages ``where`` matches that ``kept`` keeps,
+        claimed ones whatever their age or position (as _find_kept)."""
+        return sum(self._messages.count_documents(
+            part, **({'hint': hint} if hint else {}))
+            for part, hint in kept.kept_or_held(where, index))
 
     def _get_many(self, queue, project, message_ids, retention):
         wanted = [mid for mid in message_ids if isinstance(mid, str)]
@@ -159,9 +181,8 @@ class MessageController(controller.MessageController):
         now = self.driver.now()
         query = queries.by_ids(queue, project, wanted)
         query.filter[f.EXPIRES] = {'$gt': now}
-        kept_by.window(self.driver, queue, project, retention,
-                       now).restrict(query.filter, held=True)
-        by_id = {doc['_id']: doc for doc in self._messages.find(query.filter)}
+        kept = kept_by.window(self.driver, queue, project, retention, now)
+        by_id = {doc['_id']: doc for doc in self._find_kept(query, kept)}
         return [state.render(by_id[mid], now) for mid in wanted
                 if mid in by_id]
 
@@ -233,6 +254,9 @@ class MessageController(controller.MessageController):
         self.driver.claims.delete_many(where)
         self.driver.moves.delete_many(where)
         self.driver.counters.delete_one(where)
+        # Last: a consumer reading before the messages are gone would
+        # move its cursor on again.
+        consumer_state.restart(self.driver, queue, project)
 
     def _stats(self, queue, project, retention):
         now = self.driver.now()
@@ -240,12 +264,13 @@ class MessageController(controller.MessageController):
         kept = kept_by.settle(self.driver, queue, project, retention, now)
         count = self._messages.count_documents
 
-        def visible(query, held=True):
-            return count(kept.restrict(query.filter, held))
+        def visible(query):
+            return self._count_kept(query.filter, kept)
 
         total = visible(queries.live(queue, project, now))
         claimed = count(queries.in_state(queue, project, f.CLAIMED).filter)
-        delayed = visible(queries.in_state(queue, project, f.DELAYED), False)
+        delayed = count(kept.restrict(queries.in_state(
+            queue, project, f.DELAYED).filter))
         # Counted, never fetched (a distinct of every group id outgrows
         # MongoDB's 16 MB reply): a group has exactly one head, and only
         # heads are ever claimed. Expired messages are gone after the full
@@ -298,9 +323,8 @@ class MessageController(controller.MessageController):
         where = queries.live(queue, project, now).filter
         if position is not None:
             where[f.POSITION] = {'$gt': position}
-        kept_by.window(self.driver, queue, project, retention,
-                       now).restrict(where, held=True)
-        return self._messages.count_documents(where, hint='zd_position')
+        return self._count_kept(where, kept_by.window(
+            self.driver, queue, project, retention, now), 'zd_position')
 
     def _clean(self, queue, project, retention, batch):
         now = self.driver.now()
@@ -310,10 +334,8 @@ class MessageController(controller.MessageController):
             now, batch)
 
     def _any(self, queue, project, now, sort, kept):
-        query = queries.any_live(queue, project, now, sort)
-        kept.restrict(query.filter, held=True)
-        found = self._messages.find(query.filter, None, query.sort, 1,
-                                    query.index)
+        found = self._find_kept(queries.any_live(queue, project, now, sort),
+                                kept, 1)
         return found[0] if found else None
 
     def _groups(self, queue, project, marker, limit):

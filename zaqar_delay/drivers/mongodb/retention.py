@@ -15,7 +15,8 @@ Every read adds the window to its query (:meth:`Window.restrict`), so a
 message that is not kept is returned by no read even before it is
 removed; ``k >= cutoff`` is an index bound on ``{p, q, s, k}``, so
 claims and listings start at the cutoff instead of filtering past what
-fell out.
+fell out. Reads that may match claimed messages keep that bound too and
+read the held ones it leaves out apart (:meth:`Window.kept_or_held`).
 
 Gone means gone: a message once beyond ``length`` does not come back
 when newer ones are claimed, deleted or expire, whether or not it was
@@ -55,6 +56,9 @@ from zaqar_delay.drivers.mongodb import reservations
 
 # Messages removed by a claim, pop, listing or first before it reads.
 READ_BATCH = 100
+# Where the claimed messages a window leaves out are read: the claimed
+# range of the state index (queries.in_state).
+HELD_INDEX = 'zd_state_position'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,23 +92,39 @@ class Window:
             either.append({f.POSITION: {'$lt': self.position_from}})
         return either[0] if len(either) == 1 else {'$or': either}
 
-    def restrict(self, query, held=False):
-        """Narrow a read's ``query`` to what is kept. ``held``: the query
-        may match claimed messages, which are kept whatever their age or
-        position. Returns ``query``."""
+    def restrict(self, query):
+        """Narrow a read's ``query`` to what is kept, the bounds at its
+        top level (``k >= cutoff`` bounds its index range). For a query
+        that may match claimed messages, see :meth:`kept_or_held`.
+        Returns ``query``."""
         if not self.bounded:
             return query
         kept = self.kept()
-        if held:
-            query.setdefault('$and', []).append(
-                {'$or': [{f.STATE: f.CLAIMED}, kept]})
-            return query
         for field, condition in kept.items():
             if isinstance(query.get(field), dict):
                 query[field] = dict(query[field], **condition)
             else:
                 query[field] = condition
         return query
+
+
+    def kept_or_held(self, query, index=None):
+        """``[(filter, index)]`` whose matches, together, are what
+        ``query`` (read through ``index``) matches that is kept, claimed
+        messages being kept whatever their age or position.
+
+        ``query`` :meth:`restrict`-ed, so its index range starts at the
+        cutoff and never walks the messages the window hides (an ``$or``
+        with the claimed state would leave the range unbounded below);
+        the claimed messages that leaves out are a second, small read of
+        ``{p, q, "c", k}``: only those in flight. The two never share a
+        message, so their counts add up.
+        """
+        if not self.bounded:
+            return [(query, index)]
+        held = dict(query, **{f.STATE: f.CLAIMED})
+        held['$and'] = query.get('$and', []) + [self.dropped()]
+        return [(self.restrict(dict(query)), index), (held, HELD_INDEX)]
 
 
 EVERYTHING = Window()
