@@ -6,6 +6,7 @@ See :class:`App` and the README's "Delayed-event worker" section.
 
 from zaqar_delay.worker.app import App
 from zaqar_delay.worker.deadletters import DeadLetter
+from zaqar_delay.worker.deadletters import RedriveResult
 from zaqar_delay.worker.events import EventError
 from zaqar_delay.worker.handlers import current_event
 from zaqar_delay.worker.handlers import event_context
@@ -16,5 +17,5 @@ from zaqar_delay.worker.metrics import NoopMetrics
 from zaqar_delay.worker.settings import Settings
 
 __all__ = ['App', 'CountingMetrics', 'DeadLetter', 'EventError',
-           'EventInfo', 'Metrics', 'NoopMetrics', 'Settings',
-           'current_event', 'event_context']
+           'EventInfo', 'Metrics', 'NoopMetrics', 'RedriveResult',
+           'Settings', 'current_event', 'event_context']

@@ -271,4 +271,10 @@ class App:
     def redrive(self, event_type, ids=None):
         """Move dead-lettered events (all, or those ``ids``) back to their
         queue with body and context; returns how many moved."""
+        return len(self.redrive_report(event_type, ids).moved)
+
+    def redrive_report(self, event_type, ids=None):
+        """:meth:`redrive`, returning a :class:`RedriveResult`: the ids
+        moved and, of ``ids``, those held under another claim (a redrive
+        or reader in progress), which were not posted."""
         return deadletters.redrive(self, events.type_name(event_type), ids)

@@ -90,7 +90,8 @@ def dead_letters_main(argv=None):
     listing.add_argument('type')
     listing.add_argument('--limit', type=int)
     moving = commands.add_parser(
-        'redrive', help='move dead letters back to their queue')
+        'redrive', help='move dead letters back to their queue (exit '
+        'status 1 when a named one is held by another claim)')
     moving.add_argument('type')
     moving.add_argument('--id', dest='ids', action='append',
                         help='only this message id (repeatable)')
@@ -99,8 +100,12 @@ def dead_letters_main(argv=None):
     if args.command == 'list':
         for letter in app.dead_letters(args.type, args.limit):
             print(json.dumps(dataclasses.asdict(letter), sort_keys=True))
-    else:
-        print('redriven: {}'.format(app.redrive(args.type, args.ids)))
+        return 0
+    result = app.redrive_report(args.type, args.ids)
+    print('redriven: {}'.format(len(result.moved)))
+    if result.held:
+        print('held by another claim, not moved: ' + ' '.join(result.held))
+        return 1
     return 0
 
 

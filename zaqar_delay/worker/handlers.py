@@ -2,9 +2,10 @@
 
 A handler is called with the event (a dataclass instance when registered
 for a dataclass type, else the enqueued JSON data). Returning anything but
-``False`` acknowledges the event; raising or returning ``False`` fails the
-attempt. A coroutine function works too: it runs to completion on the
-handler's thread with ``asyncio.run``.
+``False`` acknowledges the event; raising anything (``SystemExit``,
+``KeyboardInterrupt`` and ``asyncio.CancelledError`` too) or returning
+``False`` fails the attempt. A coroutine function works too: it runs to
+completion on the handler's thread with ``asyncio.run``.
 
 While a handler runs, :func:`event_context` returns the context map given
 at enqueue time and :func:`current_event` describes the event, through

@@ -145,23 +145,36 @@ class TypeRunner:
     # -- one event -----------------------------------------------------
 
     def _run(self, batch, message):
+        acked = False
+        try:
+            acked = self._attempt(batch, message)
+        finally:
+            # Whatever escaped (a failing metrics sink, say), the slot
+            # frees and the claim stops being renewed.
+            self._finish(batch, acked)
+
+    def _attempt(self, batch, message):
+        """Run the handler once; True when the event was acknowledged."""
         started = time.monotonic()
         try:
             ok = self.handler.invoke(message.id, self.queue, message.body,
                                      batch.claim.id)
-        except Exception:
+        except BaseException:
+            # SystemExit, KeyboardInterrupt and asyncio.CancelledError
+            # raised by a handler fail its attempt like any exception: on
+            # this pool thread none of them means the process is stopping
+            # (signals reach the main thread), and stopping every type's
+            # worker for one event would stop it again on each redelivery.
             LOG.exception('handler for %s failed on message %s',
                           self.handler.name, message.id)
             ok = False
         seconds = time.monotonic() - started
-        acked = False
         if ok:
             self.metrics.handled(self.handler.name, seconds)
-            acked = self._ack(message, batch)
-        else:
-            self.metrics.failed(self.handler.name, seconds)
-            self._count_failure(message.id)
-        self._finish(batch, acked)
+            return self._ack(message, batch)
+        self.metrics.failed(self.handler.name, seconds)
+        self._count_failure(message.id)
+        return False
 
     def _ack(self, message, batch):
         try:

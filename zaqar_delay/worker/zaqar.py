@@ -15,6 +15,9 @@ NotFound = transport_errors.ResourceNotFound
 # Raised when a message or claim is gone or no longer ours: the call is
 # then moot, not failed.
 GONE = (transport_errors.ResourceNotFound, transport_errors.ForbiddenError)
+# Raised by a delete under a claim that ended: 400 when nobody holds the
+# message now, 403 when another claim does.
+NOT_OURS = (transport_errors.MalformedRequest, transport_errors.ForbiddenError)
 
 
 class Connection:
