@@ -164,6 +164,11 @@ class NewMessage:
     body_json: str
     group: str = None
     checksum: str = None
+    # How long ago the message was created (ms): 0 for a post; a message
+    # carried over from another store (zaqar-delay-migrate) keeps its age.
+    # A backend stamps created = now - age_ms and counts ttl (expires) and
+    # delay (d) from created.
+    age_ms: int = 0
 
 
 def effective_delay(message, policy, max_delay):
