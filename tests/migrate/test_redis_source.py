@@ -82,14 +82,17 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
 def test_subscriptions_keep_subscriber_options_and_remaining_ttl(
         zaqar_redis, ours, control, migrate, project):
     control.queue_controller.create('q', project=project)
-    posted_ago(100, lambda: zaqar_redis.subscription_controller.create(
+    subs = zaqar_redis.subscription_controller
+    sub_id = posted_ago(100, lambda: subs.create(
         'q', 'http://example.com/hook', 3600, {'k': 'v'}, project=project))
+    subs.confirm('q', sub_id, project=project, confirmed=True)
     code, out = migrate('--project-id', project)
     assert code == 0, out
     [sub] = list(next(ours.subscription_controller.list('q',
                                                         project=project)))
     assert (sub['subscriber'], sub['options']) == ('http://example.com/hook',
                                                    {'k': 'v'})
+    assert sub['confirmed'] is True
     assert 3600 - 100 - 2 <= sub['ttl'] - sub['age'] <= 3600 - 100
     # Run again: still one.
     assert migrate('--project-id', project)[0] == 0
@@ -176,3 +179,27 @@ def test_a_killed_run_run_again_moves_the_rest_once(
     after = listed(ours, 'q', project)
     assert [m['id'] for m in after] == ids
     assert [m['body'] for m in after] == list(range(600))
+
+
+def test_checksum_and_poster_are_kept(zaqar_redis, ours, control, migrate,
+                                      project):
+    control.queue_controller.create('q', project=project)
+    zaqar_redis.conf.set_override('enable_checksum', True)
+    try:
+        [mid] = zaqar_post(zaqar_redis, 'q', project, [{'x': 1}])
+    finally:
+        zaqar_redis.conf.clear_override('enable_checksum')
+    [source] = zaqar_listed(zaqar_redis, 'q', project, [mid])
+    assert migrate('--project-id', project)[0] == 0
+    [moved] = listed(ours, 'q', project)
+    assert moved['checksum'] == source['checksum']
+    # Its poster's own listing without echo leaves it out.
+    assert listed(ours, 'q', project, echo=False, client_uuid=CLIENT) == []
+
+
+def test_the_command_is_a_console_script():
+    import configparser
+    setup = configparser.ConfigParser()
+    setup.read('setup.cfg')
+    scripts = setup['options.entry_points']['console_scripts']
+    assert 'zaqar-delay-migrate = zaqar_delay.migrate.cli:main' in scripts
