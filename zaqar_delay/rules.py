@@ -166,6 +166,11 @@ class NewMessage:
     body_json: str
     group: str = None
     checksum: str = None
+    # How long ago the message was created (ms): 0 for a post; a message
+    # carried over from another store (zaqar-delay-migrate) keeps its age.
+    # A backend stamps created = now - age_ms and counts ttl (expires) and
+    # delay (d) from created.
+    age_ms: int = 0
 
 
 def effective_delay(message, policy, max_delay):
@@ -262,6 +267,21 @@ def prepare_messages(messages, policy, max_delay, max_ttl, checksum=False):
             checksum=(storage_utils.get_checksum(message['body'])
                       if checksum else None)))
     return prepared
+
+
+def carried_message(message_id, body, ttl, delay, age_ms, policy,
+                    checksum=None):
+    """A message moved in from another store (zaqar-delay-migrate), as
+    stored there: its id, ttl and delay (seconds, counted from its
+    creation ``age_ms`` ago), filed under the target queue's group key.
+    Not checked against this store's post limits: it was accepted once,
+    and a move must not drop it."""
+    body = _storable_body(message_id, body)
+    body_json = json.dumps(body, ensure_ascii=False, allow_nan=False,
+                           separators=(',', ':'))
+    return NewMessage(id=message_id, ttl=ttl, delay=delay, body=body,
+                      body_json=body_json, group=group_or_none(body, policy),
+                      checksum=checksum, age_ms=age_ms)
 
 
 def _storable_body(index, body):

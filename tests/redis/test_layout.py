@@ -59,7 +59,7 @@ def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
 
 def test_a_retried_post_does_not_duplicate(driver, project):
     driver.queue_controller.create('q', project=project)
-    args = [CLIENT.hex, 'fixed-id', 60, 0, json.dumps('once'), '', '']
+    args = [CLIENT.hex, 'fixed-id', 60, 0, json.dumps('once'), '', '', 0]
     driver.run_script('post', 'q', project, *args)
     driver.run_script('post', 'q', project, *args)
     assert [m['body'] for m in listed(driver, 'q', project)] == ['once']

@@ -91,7 +91,7 @@ def test_removal_is_counted_in_its_key_and_the_id_remembered(driver, raw,
     assert not raw.exists(keys.message_key('q', project, ids[0]))
     # A retried post of the removed message (same id) stores nothing.
     driver.run_script('post', 'q', project, CLIENT.hex, ids[0], 60, 0,
-                      json.dumps('a'), '', '')
+                      json.dumps('a'), '', '', 0)
     assert bodies(listed(driver, 'q', project)) == ['b', 'c']
     assert removed(driver, project) == 1
 

@@ -113,7 +113,7 @@ def test_every_delete_is_remembered_for_a_retried_post(driver, project, how):
     else:
         messages.pop('q', 1, project=project)
     driver.run_script('post', 'q', project, 'client', mid, 60, 0, '"once"',
-                      '', '')
+                      '', '', 0)
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
@@ -125,7 +125,7 @@ def test_a_purged_group_is_remembered_for_a_retried_post(driver, project):
                                                  project=project) == 1
     # The post's reply was lost before the purge; its retry comes now.
     driver.run_script('post', 'q', project, 'client', mid, 60, 0,
-                      '{"g":"a"}', '"a"', '')
+                      '{"g":"a"}', '"a"', '', 0)
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 

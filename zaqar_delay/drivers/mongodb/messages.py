@@ -106,13 +106,15 @@ class MessageController(controller.MessageController):
 
     @staticmethod
     def document(queue, project, message, client_uuid, now, position):
-        due = now + message.delay * 1000
+        created = now - message.age_ms
+        due = created + message.delay * 1000
         doc = f.queue_filter(queue, project, **{
             '_id': message.id, f.POSITION: position,
             f.STATE: (f.BLOCKED if message.group is not None
                       else f.DELAYED if due > now else f.READY),
             f.BODY: message.body_json, f.TTL: message.ttl,
-            f.CREATED: now, f.EXPIRES: now + message.ttl * 1000, f.DUE: due,
+            f.CREATED: created, f.EXPIRES: created + message.ttl * 1000,
+            f.DUE: due,
             f.CLIENT: client_uuid, f.CLAIM_COUNT: 0})
         if message.group is not None:
             doc[f.GROUP] = message.group

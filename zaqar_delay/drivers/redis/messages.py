@@ -37,7 +37,7 @@ class MessageController(controller.MessageController):
         for message in messages:
             args += [message.id, message.ttl, message.delay,
                      message.body_json, message.group or '',
-                     message.checksum or '']
+                     message.checksum or '', message.age_ms]
         # Registered first, in its own round trip: the registry lives in
         # another Redis Cluster slot than the queue, and once the post has
         # stored anything gc must know the queue, even if the reply is

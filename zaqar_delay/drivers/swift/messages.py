@@ -50,9 +50,10 @@ class MessageController(controller.MessageController):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         stored = [swift_state.Message(m.id, {}, {
-            'b': m.body, 't': m.ttl, 'cr': now, 'e': now + m.ttl * 1000,
-            'd': now + m.delay * 1000, 'u': client_uuid, 'p': None,
-            'g': m.group, 'cs': m.checksum}) for m in messages]
+            'b': m.body, 't': m.ttl, 'cr': now - m.age_ms,
+            'e': now - m.age_ms + m.ttl * 1000,
+            'd': now - m.age_ms + m.delay * 1000, 'u': client_uuid,
+            'p': None, 'g': m.group, 'cs': m.checksum}) for m in messages]
         self._allocate(qs, stored, now)
 
         def store_one(message):

@@ -1,7 +1,9 @@
 -- Append messages at the tail of a queue.
 -- ARGV[3] client UUID
--- ARGV[4..] per message, 6 values: id, ttl (s), delay (s), body, group (''),
---          body checksum ('' when checksums are off)
+-- ARGV[4..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
+--          body checksum ('' when checksums are off), age (ms: 0 for a
+--          post; a migrated message keeps its age; ttl and delay count
+--          from its creation)
 -- A grouped message is filed for claiming only if it heads its group.
 -- An id that already exists, or that a consumer deleted lately (bury in
 -- _common.lua), is skipped, so neither a retried post nor a repeated
@@ -10,18 +12,19 @@
 -- Returns {NOW, 1 if the queue held no message and no outbox entry
 -- before this call else 0} (the caller then registers the queue again).
 local was_empty = redis.call('EXISTS', MSGS, OUTBOX) == 0 and 1 or 0
-local count = (#ARGV - 3) / 6
+local count = (#ARGV - 3) / 7
 local pos = redis.call('INCRBY', SEQ, count) - count
-for i = 4, #ARGV, 6 do
+for i = 4, #ARGV, 7 do
   local id = ARGV[i]
   local key = mkey(id)
   pos = pos + 1
   if redis.call('EXISTS', key) == 0
       and not redis.call('ZSCORE', DELETED, id) then
-    local expires = NOW + tonumber(ARGV[i + 1]) * 1000
-    local due = NOW + tonumber(ARGV[i + 2]) * 1000
+    local created = NOW - tonumber(ARGV[i + 6])
+    local expires = created + tonumber(ARGV[i + 1]) * 1000
+    local due = created + tonumber(ARGV[i + 2]) * 1000
     local group = ARGV[i + 4]
-    redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', NOW,
+    redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', created,
                'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
     if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'cs', ARGV[i + 5]) end
     redis.call('ZADD', MSGS, pos, id)

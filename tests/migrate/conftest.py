@@ -1,0 +1,88 @@
+"""Fixtures for zaqar-delay-migrate: a Redis server of the module alone
+(the command lists every project of its management store), a zaqar.conf
+naming our Redis driver as message_store, Zaqar's own Redis driver as the
+source on the same server, and ours reading the result back."""
+
+import datetime
+import io
+import uuid
+
+import pytest
+from oslo_utils import timeutils
+
+from tests import backends
+from tests.servers import redis_server
+from tests.servers import zaqar_server
+from zaqar_delay.migrate import cli
+
+
+@pytest.fixture(scope='module')
+def own_redis():
+    try:
+        server = redis_server.RedisServer().start()
+    except redis_server.RedisUnavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def project():
+    return 'p-' + uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def config(own_redis, tmp_path):
+    return zaqar_server.write_config(
+        str(tmp_path), own_redis.url, 0, 'delay.redis',
+        {'uri': own_redis.url.replace('redis://', 'delay.redis://')})
+
+
+@pytest.fixture
+def control(own_redis):
+    return backends.control_driver(backends.make_conf(), own_redis.url)
+
+
+@pytest.fixture
+def zaqar_redis(own_redis, control):
+    """Zaqar's own Redis data driver: the old store."""
+    from zaqar.storage.redis import driver
+    conf = backends.make_conf(**{'drivers:message_store:redis': {
+        'uri': own_redis.url}})
+    return driver.DataDriver(conf, None, control)
+
+
+@pytest.fixture
+def ours(own_redis, config, request):
+    """Our Redis driver as the command's zaqar.conf configures it."""
+    from zaqar_delay.drivers.redis import driver
+    conf = backends.make_conf(config_files=[config])
+    data = driver.DataDriver(conf, None, backends.control_driver(
+        conf, own_redis.url))
+    request.addfinalizer(data.close)
+    return data
+
+
+@pytest.fixture
+def migrate(config, own_redis, monkeypatch):
+    """Run the command in this process: (exit status, its output)."""
+    # Keep pytest's log capture: oslo.log would replace its handler.
+    monkeypatch.setattr(cli.logging, 'setup', lambda *a: None)
+
+    def run(*argv):
+        out = io.StringIO()
+        code = cli.main(['--config-file', config, '--source-uri',
+                         own_redis.url, *argv], out=out)
+        return code, out.getvalue()
+    return run
+
+
+def posted_ago(seconds, post):
+    """Run ``post()`` as if ``seconds`` ago (Zaqar stamps created with
+    oslo's clock)."""
+    timeutils.set_time_override(timeutils.utcnow() - datetime.timedelta(
+        seconds=seconds))
+    try:
+        return post()
+    finally:
+        timeutils.clear_time_override()

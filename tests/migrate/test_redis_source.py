@@ -1,0 +1,205 @@
+"""zaqar-delay-migrate from Zaqar's own Redis store into ours: every
+message keeps its id, body, age, remaining ttl and remaining delay; live
+claims are released; subscriptions keep subscriber, options and remaining
+ttl; a dry run changes nothing; --delete-source deletes only what the
+target verifiably holds; a run killed midway and run again moves the rest
+with no duplicate."""
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+
+from tests.contract.helpers import listed
+from tests.migrate.conftest import posted_ago
+
+CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
+
+
+def zaqar_post(zaqar_redis, queue, project, bodies, ttl=300, delay=0,
+               ago=0):
+    return posted_ago(ago, lambda: zaqar_redis.message_controller.post(
+        queue, [{'ttl': ttl, 'delay': delay, 'body': body}
+                for body in bodies], CLIENT, project=project))
+
+
+def zaqar_listed(zaqar_redis, queue, project, ids):
+    """Those of ``ids`` the old store holds (its list() cannot start a
+    listing that includes claimed messages: it looks up marker None)."""
+    return list(zaqar_redis.message_controller.bulk_get(queue, ids,
+                                                        project=project))
+
+
+def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
+                                                  control, migrate,
+                                                  project):
+    control.queue_controller.create('q', project=project,
+                                    metadata={'_default_message_delay': 0})
+    old = zaqar_post(zaqar_redis, 'q', project, ['a', {'b': [1, 2]}],
+                     ttl=600, ago=200)
+    late = zaqar_post(zaqar_redis, 'q', project, ['late'], delay=120,
+                      ago=20)
+    claimed = zaqar_post(zaqar_redis, 'q', project, ['held'])
+    # A live claim on 'a' (the oldest due message).
+    claim_id, handed = zaqar_redis.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 30}, project=project, limit=1)
+    assert [m['body'] for m in handed] == ['a']
+    before = {m['id']: m for m in zaqar_listed(zaqar_redis, 'q', project,
+                                                 old + late + claimed)}
+
+    code, out = migrate('--project-id', project)
+    assert code == 0, out
+    assert '4 messages (0 expired, skipped), 0 subscriptions, 4 verified, ' \
+        '0 differences, 0 deleted' in out
+
+    after = listed(ours, 'q', project, include_claimed=True,
+                   include_delayed=True)
+    assert [m['id'] for m in after] == old + late + claimed
+    for message in after:
+        source = before[message['id']]
+        assert message['body'] == source['body']
+        assert abs(message['age'] - source['age']) <= 1
+        # Zaqar grew the claimed message's ttl to the claim's + grace.
+        assert message['ttl'] == source['ttl'] or message['id'] == old[0]
+        # Released: a new claim can take it, and it counts from 0.
+        assert message['claim_id'] is None
+    assert after[0]['ttl'] >= 600 - 200
+    # 'late' is due 100 s from now: not listed without include_delayed,
+    # not claimable; the others are.
+    assert [m['body'] for m in listed(ours, 'q', project)] == [
+        'a', {'b': [1, 2]}, 'held']
+    _, claimed_now = ours.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 0}, project=project, limit=10)
+    assert [m['body'] for m in claimed_now] == ['a', {'b': [1, 2]}, 'held']
+    stats = ours.message_controller.stats('q', project)['messages']
+    assert stats['delayed'] == 1
+    assert abs(stats['oldest']['age'] - 200) <= 1
+    # The source is left as it was (no --delete-source).
+    assert len(zaqar_listed(zaqar_redis, 'q', project, list(before))) == 4
+
+
+def test_subscriptions_keep_subscriber_options_and_remaining_ttl(
+        zaqar_redis, ours, control, migrate, project):
+    control.queue_controller.create('q', project=project)
+    subs = zaqar_redis.subscription_controller
+    sub_id = posted_ago(100, lambda: subs.create(
+        'q', 'http://example.com/hook', 3600, {'k': 'v'}, project=project))
+    subs.confirm('q', sub_id, project=project, confirmed=True)
+    code, out = migrate('--project-id', project)
+    assert code == 0, out
+    [sub] = list(next(ours.subscription_controller.list('q',
+                                                        project=project)))
+    assert (sub['subscriber'], sub['options']) == ('http://example.com/hook',
+                                                   {'k': 'v'})
+    assert sub['confirmed'] is True
+    assert 3600 - 100 - 2 <= sub['ttl'] - sub['age'] <= 3600 - 100
+    # Run again: still one.
+    assert migrate('--project-id', project)[0] == 0
+    assert len(list(next(ours.subscription_controller.list(
+        'q', project=project)))) == 1
+
+
+def test_a_dry_run_counts_and_changes_nothing(zaqar_redis, ours, control,
+                                              migrate, project):
+    control.queue_controller.create('q', project=project)
+    ids = zaqar_post(zaqar_redis, 'q', project, range(5))
+    zaqar_post(zaqar_redis, 'q', project, ['gone'], ttl=60, ago=61)
+    code, out = migrate('--project-id', project, '--dry-run')
+    assert code == 0, out
+    assert '5 messages (1 expired, skipped)' in out
+    assert listed(ours, 'q', project, include_claimed=True,
+                  include_delayed=True) == []
+    assert [m['id'] for m in zaqar_listed(zaqar_redis, 'q', project,
+                                          ids)] == ids
+
+
+def test_filters_pick_projects_and_queues(zaqar_redis, ours, control,
+                                          migrate, project):
+    other = project + '-other'
+    for name in ('q1', 'q2'):
+        for owner in (project, other):
+            control.queue_controller.create(name, project=owner)
+            zaqar_post(zaqar_redis, name, owner, [name + owner])
+    code, out = migrate('--project-id', project, '--queue', 'q2')
+    assert code == 0, out
+    moved = {(owner, name): [m['body'] for m in listed(ours, name, owner)]
+             for owner in (project, other) for name in ('q1', 'q2')}
+    assert moved == {(project, 'q1'): [], (project, 'q2'): ['q2' + project],
+                     (other, 'q1'): [], (other, 'q2'): []}
+    # Without --project: every project of the management store.
+    code, out = migrate('--queue', 'q1')
+    assert code == 0, out
+    assert [m['body'] for m in listed(ours, 'q1', other)] == ['q1' + other]
+
+
+def test_delete_source_deletes_only_what_the_target_holds(
+        zaqar_redis, ours, control, migrate, project):
+    control.queue_controller.create('q', project=project)
+    ids = zaqar_post(zaqar_redis, 'q', project, ['a', 'b', 'c'])
+    assert migrate('--project-id', project)[0] == 0
+    # A consumer of the target deleted 'b' meanwhile: the next move does
+    # not bring it back, so it is not verified and stays in the source.
+    ours.message_controller.delete('q', ids[1], project=project)
+    code, out = migrate('--project-id', project, '--delete-source')
+    assert code == 1
+    assert 'message {}: missing in the target'.format(ids[1]) in out
+    assert '2 verified, 1 differences, 2 deleted from the source' in out
+    assert [m['id'] for m in zaqar_listed(zaqar_redis, 'q', project,
+                                          ids)] == [ids[1]]
+    assert [m['body'] for m in listed(ours, 'q', project)] == ['a', 'c']
+
+
+def test_a_killed_run_run_again_moves_the_rest_once(
+        zaqar_redis, ours, control, config, own_redis, project):
+    control.queue_controller.create('q', project=project)
+    ids = []
+    for start in range(0, 600, 100):
+        ids += zaqar_post(zaqar_redis, 'q', project,
+                          range(start, start + 100))
+    command = [sys.executable, '-m', 'zaqar_delay.migrate', '--config-file',
+               config, '--source-uri', own_redis.url, '--project-id', project,
+               '--batch', '10']
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                             env=env)
+    moved_lines = 0
+    for line in first.stdout:
+        moved_lines += line.startswith('moved:')
+        if moved_lines == 20:
+            first.send_signal(signal.SIGKILL)
+            break
+    first.wait(timeout=60)
+    assert first.returncode == -signal.SIGKILL
+    partial = listed(ours, 'q', project)
+    assert 200 <= len(partial) < 600
+    again = subprocess.run(command, stdout=subprocess.PIPE, text=True,
+                           env=env, timeout=600)
+    assert again.returncode == 0, again.stdout
+    after = listed(ours, 'q', project)
+    assert [m['id'] for m in after] == ids
+    assert [m['body'] for m in after] == list(range(600))
+
+
+def test_checksum_and_poster_are_kept(zaqar_redis, ours, control, migrate,
+                                      project):
+    control.queue_controller.create('q', project=project)
+    zaqar_redis.conf.set_override('enable_checksum', True)
+    try:
+        [mid] = zaqar_post(zaqar_redis, 'q', project, [{'x': 1}])
+    finally:
+        zaqar_redis.conf.clear_override('enable_checksum')
+    [source] = zaqar_listed(zaqar_redis, 'q', project, [mid])
+    assert migrate('--project-id', project)[0] == 0
+    [moved] = listed(ours, 'q', project)
+    assert moved['checksum'] == source['checksum']
+    # Its poster's own listing without echo leaves it out.
+    assert listed(ours, 'q', project, echo=False, client_uuid=CLIENT) == []
+
+
+def test_the_command_is_a_console_script():
+    import configparser
+    setup = configparser.ConfigParser()
+    setup.read('setup.cfg')
+    scripts = setup['options.entry_points']['console_scripts']
+    assert 'zaqar-delay-migrate = zaqar_delay.migrate.cli:main' in scripts

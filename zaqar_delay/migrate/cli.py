@@ -1,0 +1,109 @@
+"""The ``zaqar-delay-migrate`` command: reads zaqar.conf as Zaqar does
+(its ``message_store`` must be a zaqar-delay driver: the target), opens
+the old store named by ``--source-uri`` with Zaqar's own driver, and moves
+the selected queues one by one."""
+
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from zaqar import bootstrap
+from zaqar.storage import errors as storage_errors
+from zaqar.storage import pooling
+
+from zaqar_delay import driver as zd_driver
+from zaqar_delay import errors
+from zaqar_delay.migrate import mover
+from zaqar_delay.migrate import progress
+from zaqar_delay.migrate import queues
+from zaqar_delay.migrate import sources
+
+LOG = logging.getLogger(__name__)
+
+CLI_OPTS = [
+    cfg.StrOpt('source-uri', required=True, secret=True,
+               help='The old message store to move from: a redis:// or '
+                    'mongodb:// URI, read with Zaqar\'s own driver of that '
+                    'name and its [drivers:message_store:<name>] options.'),
+    cfg.MultiStrOpt('project-id', default=[],
+                    help='Move only the queues of this project (repeat for '
+                         'more; "" is Zaqar\'s global project). Default: '
+                         'every project of the management store.'),
+    cfg.MultiStrOpt('queue', default=[],
+                    help='Move only the queue of this name (repeat for '
+                         'more). Default: every queue.'),
+    cfg.IntOpt('batch', default=100, min=1, max=1000,
+               help='Messages read, stored and verified per step.'),
+    cfg.BoolOpt('dry-run', default=False,
+                help='Count what would move (messages, expired ones, '
+                     'subscriptions) and change nothing.'),
+    cfg.BoolOpt('delete-source', default=False,
+                help='After the move, delete from the source every message '
+                     'whose copy was read back from the target with the '
+                     'same body. Off: the source is left as it was, for a '
+                     'roll-back.'),
+]
+
+
+def main(argv=None, out=sys.stdout):
+    conf = cfg.ConfigOpts()
+    conf.register_cli_opts(CLI_OPTS)
+    logging.register_options(conf)
+    conf(argv, project='zaqar', prog='zaqar-delay-migrate')
+    logging.setup(conf, 'zaqar-delay-migrate')
+    if conf.dry_run and conf.delete_source:
+        sys.exit('--dry-run and --delete-source exclude each other')
+    try:
+        target = _target(conf)
+        source = sources.open_source(conf, conf.source_uri,
+                                     target.control_driver)
+    except errors.InvalidInput as exc:
+        sys.exit(str(exc))
+    return run(conf, source, target, out)
+
+
+def _target(conf):
+    target = bootstrap.Bootstrap(conf).storage._storage
+    if isinstance(target, pooling.DataDriver):
+        raise errors.InvalidInput(
+            'pooling is on: migrate each pool with a zaqar.conf that names '
+            'its store as message_store, pooling off')
+    if not isinstance(target, zd_driver.DataDriver):
+        raise errors.InvalidInput(
+            'message_store = {} is not a zaqar-delay driver: set it to '
+            'delay.redis, delay.mongodb or delay.swift, the store to move '
+            'into'.format(conf.drivers.message_store))
+    return target
+
+
+def run(conf, source, target, out):
+    """Move (or count) every selected queue; 0 when every one verified."""
+    projects = [project or None for project in conf.project_id]
+    selected = list(queues.selected(target.control_driver, projects,
+                                    conf.queue))
+    total = sum(source.count(queue, project) for project, queue in selected)
+    # A move reads the source twice: once to move, once to verify.
+    steps = total if conf.dry_run else 2 * total
+    report = progress.Progress(steps, out)
+    report.say('{} queues, {} messages in the source{}'.format(
+        len(selected), total, ' (dry run)' if conf.dry_run else ''))
+    work = mover.Mover(source, target, conf.batch, report)
+    failed = 0
+    for project, queue in selected:
+        try:
+            if conf.dry_run:
+                done = work.count(queue, project)
+            else:
+                done = work.verify(queue, project, work.move(queue, project),
+                                   delete=conf.delete_source)
+        except storage_errors.QueueDoesNotExist:
+            report.say('{}/{}: deleted meanwhile, skipped'.format(
+                project or '', queue))
+            continue
+        report.say(done.line())
+        for difference in done.differences[:mover.SHOWN_DIFFERENCES]:
+            report.say('  ' + difference)
+        failed += bool(done.differences)
+    report.say('{} of {} queues with differences; {:.0f} messages/s'.format(
+        failed, len(selected), report.rate()))
+    return 1 if failed else 0

@@ -1,0 +1,175 @@
+"""Moving one queue: messages in batches, then subscriptions, then a
+verify pass that may delete what it verified from the source.
+
+Resumable and idempotent by ids: every message keeps its source id in the
+target, and the target's insert skips an id it holds (or that a consumer
+deleted lately), so a move killed at any point and run again re-reads the
+source and stores only what is missing. The source is never changed
+except by ``delete``, which removes only messages whose copy in the
+target was read back with the same body.
+"""
+
+import dataclasses
+import itertools
+import json
+import time
+
+from zaqar_delay import rules
+
+# Differences listed per queue at most (the count says how many in all).
+SHOWN_DIFFERENCES = 10
+
+
+@dataclasses.dataclass
+class QueueReport:
+    project: str
+    queue: str
+    messages: int = 0        # live messages read from the source
+    expired: int = 0         # found expired in the source, not moved
+    subscriptions: int = 0
+    verified: int = 0        # found in the target with the same body
+    deleted: int = 0         # deleted from the source (verified only)
+    differences: list = dataclasses.field(default_factory=list)
+
+    def line(self):
+        return ('{}/{}: {} messages ({} expired, skipped), {} '
+                'subscriptions, {} verified, {} differences, {} deleted '
+                'from the source').format(
+                    self.project or '', self.queue, self.messages,
+                    self.expired, self.subscriptions, self.verified,
+                    len(self.differences), self.deleted)
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+class Mover:
+
+    def __init__(self, source, target, batch, progress):
+        self.source = source
+        self.target = target
+        self.batch = batch
+        self.progress = progress
+
+    def walk(self, queue, project, handle):
+        """Call ``handle(page, live)`` for each source page (``live``: its
+        messages not expired), following the source's markers; ``handle``
+        returns how many of the page it deleted from the source."""
+        marker = None
+        while True:
+            page, next_marker = self.source.page(queue, project, marker,
+                                                 self.batch)
+            if next_marker is None:
+                return
+            now = now_ms()
+            deleted = handle(page, [m for m in page if m.expires_ms > now])
+            marker = (self.source.after_delete(next_marker, deleted)
+                      if deleted else next_marker)
+
+    def count(self, queue, project):
+        """The dry run: what a move would carry, changing nothing."""
+        report = QueueReport(project, queue)
+
+        def count_page(page, live):
+            report.messages += len(live)
+            report.expired += len(page) - len(live)
+            self.progress.add(len(page), 'counted')
+
+        self.walk(queue, project, count_page)
+        report.subscriptions = sum(1 for sub in self._live_subscriptions(
+            queue, project))
+        return report
+
+    def move(self, queue, project):
+        report = QueueReport(project, queue)
+        messages = self.target.message_controller
+        policy = messages.target_policy(queue, project)
+
+        def move_page(page, live):
+            now = now_ms()
+            for client, run in itertools.groupby(
+                    live, key=lambda m: m.client_uuid):
+                messages._insert(queue, project, [
+                    _carried(m, now, policy) for m in run], client)
+            report.messages += len(live)
+            report.expired += len(page) - len(live)
+            self.progress.add(len(page), 'moved')
+
+        self.walk(queue, project, move_page)
+        for sub in self._live_subscriptions(queue, project):
+            self._carry_subscription(queue, project, sub)
+            report.subscriptions += 1
+        return report
+
+    def verify(self, queue, project, report, delete=False):
+        """Read every live source message back from the target; with
+        ``delete``, delete the verified ones from the source, page by
+        page. Differences go into ``report``."""
+
+        def verify_page(page, live):
+            good = self._verified(queue, project, live, report.differences)
+            report.verified += len(good)
+            self.progress.add(len(page), 'verified')
+            if delete and good:
+                self.source.delete(queue, project, good)
+                report.deleted += len(good)
+                return len(good)
+            return 0
+
+        self.walk(queue, project, verify_page)
+        subs = self.target.subscription_controller
+        for sub in self._live_subscriptions(queue, project):
+            if subs.get_with_subscriber(queue, sub['subscriber'],
+                                        project) is None:
+                report.differences.append('subscription {}: missing in the '
+                                          'target'.format(sub['subscriber']))
+        return report
+
+    def _verified(self, queue, project, live, differences):
+        found = {m['id']: m for m in self.target.message_controller.bulk_get(
+            queue, [m.id for m in live], project=project)}
+        good = []
+        for message in live:
+            copy = found.get(message.id)
+            if copy is None:
+                if message.expires_ms > now_ms():
+                    differences.append('message {}: missing in the '
+                                       'target'.format(message.id))
+            elif copy['body'] != _as_stored(message.body):
+                differences.append('message {}: body differs: source {!r}, '
+                                   'target {!r}'.format(
+                                       message.id, message.body,
+                                       copy['body']))
+            else:
+                good.append(message.id)
+        return good
+
+    def _live_subscriptions(self, queue, project):
+        return (sub for sub in self.source.subscriptions(queue, project)
+                if sub['ttl'] - sub['age'] > 0)
+
+    def _carry_subscription(self, queue, project, sub):
+        """Create it with its remaining ttl unless the target has its
+        subscriber already (a run before this one); carry confirmed."""
+        subs = self.target.subscription_controller
+        subs.create(queue, sub['subscriber'], sub['ttl'] - sub['age'],
+                    sub['options'], project=project)
+        if sub.get('confirmed'):
+            copy = subs.get_with_subscriber(queue, sub['subscriber'], project)
+            if copy is not None and not copy.get('confirmed'):
+                subs.confirm(queue, copy['id'], project=project,
+                             confirmed=True)
+
+
+def _carried(message, now, policy):
+    return rules.carried_message(
+        message.id, message.body, message.ttl_s(), message.delay_s(),
+        max(0, now - message.created_ms), policy, message.checksum)
+
+
+def _as_stored(body):
+    """The body as the target hands it back (JSON; bytes as text)."""
+    if isinstance(body, bytes):
+        body = body.decode('ascii', 'replace')
+    return json.loads(json.dumps(body, ensure_ascii=False))

@@ -1,0 +1,56 @@
+"""Which queues to move: Zaqar's queue controller (the management store,
+which the switch leaves as it is) lists each project's queues.
+
+Zaqar has no call that lists projects, so without ``--project-id`` they
+are read from the management store's own index: the Redis one keeps a
+``<project>.queues_set`` per project, the MongoDB one a ``p_q``
+("<project>/<queue>") per queue. Another management store needs
+``--project-id``.
+"""
+
+from zaqar.storage.mongodb import queues as mongo_queues
+from zaqar.storage.redis import queues as redis_queues
+
+from zaqar_delay import errors
+
+PAGE = 100
+_REDIS_QSET_SUFFIX = '.' + redis_queues.QUEUES_SET_STORE_NAME
+
+
+def selected(control, projects=(), names=()):
+    """(project, queue) of every queue to move, project by project."""
+    for project in projects or all_projects(control):
+        for queue in queues_of(control, project):
+            if not names or queue in names:
+                yield project, queue
+
+
+def queues_of(control, project):
+    marker = None
+    while True:
+        pages = control.queue_controller.list(project=project, marker=marker,
+                                              limit=PAGE)
+        page = [queue['name'] for queue in next(pages)]
+        marker = next(pages)
+        yield from page
+        if len(page) < PAGE:
+            return
+
+
+def all_projects(control):
+    """Every project that has queues, sorted; None is Zaqar's global
+    project (no project id)."""
+    queues = control.queue_controller
+    if isinstance(queues, redis_queues.QueueController):
+        found = {key.decode()[:-len(_REDIS_QSET_SUFFIX)]
+                 for key in queues._client.scan_iter(
+                     match='*' + _REDIS_QSET_SUFFIX)}
+    elif isinstance(queues, mongo_queues.QueueController):
+        found = {scoped.split('/', 1)[0] for scoped in
+                 queues._collection.distinct('p_q')}
+    else:
+        raise errors.InvalidInput(
+            'cannot list the projects of a {} management store: name '
+            'them with --project-id'.format(type(queues).__module__))
+    return sorted((project or None for project in found),
+                  key=lambda project: project or '')

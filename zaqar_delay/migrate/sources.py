@@ -1,0 +1,171 @@
+"""The old message store, read through Zaqar's own driver classes.
+
+Every source answers the same four questions per queue: how many messages
+(``count``), the next page after a marker (``page``), delete these ids
+(``delete``), and its subscriptions (``subscriptions``). A page carries
+each message as a :class:`SourceMessage`, with the times Zaqar's driver
+stored (created, expires, due), so nothing is lost to the rounding of the
+``age`` its API shows.
+
+Live claims are not carried: the moved message is free (claim count 0)
+in the target, and the consumer that held the claim gets a "claim not
+found" on its next delete or update (README, "Switching over").
+"""
+
+import dataclasses
+import datetime
+import math
+from urllib import parse
+
+from zaqar.storage.mongodb import utils as mongo_utils
+from zaqar.storage.redis import models as redis_models
+from zaqar.storage.redis import utils as redis_utils
+
+from zaqar_delay import errors
+
+KINDS = ('redis', 'mongodb')
+
+
+@dataclasses.dataclass
+class SourceMessage:
+    """One message as the old store holds it; times in epoch ms."""
+
+    id: str
+    body: object
+    created_ms: int
+    expires_ms: int
+    due_ms: int
+    client_uuid: str
+    checksum: str = None
+
+    def ttl_s(self):
+        """The ttl counted from created (a claim may have grown it)."""
+        return math.ceil((self.expires_ms - self.created_ms) / 1000)
+
+    def delay_s(self):
+        return max(0, math.ceil((self.due_ms - self.created_ms) / 1000))
+
+
+def kind_of(uri):
+    """The source driver a URI names (its scheme), or a clear error."""
+    scheme = parse.urlparse(uri).scheme
+    if scheme not in KINDS:
+        raise errors.InvalidInput(
+            'source URI {!r}: the scheme must be one of {} (Zaqar\'s own '
+            'message store drivers this command reads)'.format(
+                uri, ', '.join(KINDS)))
+    return scheme
+
+
+def open_source(conf, uri, control_driver):
+    """Zaqar's own data driver for ``uri`` (its ``[drivers:message_store:
+    <kind>]`` options taken from ``conf``, the URI overriding theirs),
+    wrapped as a source."""
+    kind = kind_of(uri)
+    if kind == 'redis':
+        from zaqar.storage.redis import driver
+        wrapper = RedisSource
+    else:
+        from zaqar.storage.mongodb import driver
+        wrapper = MongoSource
+    for group, options in driver.DataDriver._DRIVER_OPTIONS:
+        conf.register_opts(options, group=group)
+    conf.set_override('uri', uri, group='drivers:message_store:' + kind)
+    return wrapper(driver.DataDriver(conf, None, control_driver))
+
+
+class Source:
+    """What every source shares: Zaqar's subscription and delete API."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.messages = driver.message_controller
+
+    def delete(self, queue, project, message_ids):
+        """Delete ``message_ids``, claimed or not."""
+        if message_ids:
+            self.messages.bulk_delete(queue, message_ids, project=project)
+
+    def after_delete(self, marker, deleted):
+        """The marker of the next page once ``deleted`` messages of the
+        page ending at ``marker`` are gone."""
+        return marker
+
+    def subscriptions(self, queue, project, limit=100):
+        """Every subscription of the queue, as Zaqar lists them."""
+        marker = None
+        while True:
+            pages = self.driver.subscription_controller.list(
+                queue, project=project, marker=marker, limit=limit)
+            page = list(next(pages))
+            marker = next(pages)
+            yield from page
+            if len(page) < limit:
+                return
+
+
+class RedisSource(Source):
+    """Zaqar's Redis store, paged by rank in the queue's message set and
+    read with Zaqar's own message model. Not through its ``list()``: that
+    raises KeyError on a page whose messages have all expired (not yet
+    collected), and after a marker at rank 0 starts over at the head, so
+    it could neither be resumed after deletes nor trusted to end. The
+    marker is a rank; the API is stopped, so ranks only shift by this
+    command's own deletes (after_delete)."""
+
+    def count(self, queue, project):
+        return self.messages._client.zcard(
+            redis_utils.msgset_key(queue, project))
+
+    def page(self, queue, project, marker, limit):
+        """(messages, next marker); the marker is None at the end."""
+        client = self.messages._client
+        start = marker or 0
+        ids = client.zrange(redis_utils.msgset_key(queue, project), start,
+                            start + limit - 1)
+        if not ids:
+            return [], None
+        found = redis_models.Message.from_redis_bulk(ids, client)
+        return [_from_redis(m) for m in found if m is not None], \
+            start + len(ids)
+
+    def after_delete(self, marker, deleted):
+        return marker - deleted
+
+
+def _from_redis(message):
+    return SourceMessage(
+        id=message.id, body=message.body,
+        created_ms=message.created * 1000,
+        expires_ms=message.expires * 1000,
+        due_ms=(message.delay_expires or message.created) * 1000,
+        client_uuid=message.client_uuid, checksum=message.checksum)
+
+
+class MongoSource(Source):
+    """Zaqar's MongoDB store, paged by its per-queue marker ``k`` through
+    its message controller's own ``_list`` (claimed and delayed included;
+    expired ones it leaves out)."""
+
+    def count(self, queue, project):
+        return self.messages._count(queue, project, include_claimed=True)
+
+    def page(self, queue, project, marker, limit):
+        docs = list(self.messages._list(
+            queue, project=project, marker=marker, echo=True,
+            include_claimed=True, include_delayed=True, limit=limit))
+        if not docs:
+            return [], None
+        return [_from_mongo(doc) for doc in docs], docs[-1]['k']
+
+
+def _from_mongo(doc):
+    created_ms = int(mongo_utils.oid_ts(doc['_id']) * 1000)
+    expires = doc['e']
+    return SourceMessage(
+        id=str(doc['_id']), body=doc['b'], created_ms=created_ms,
+        expires_ms=int(expires.replace(
+            tzinfo=expires.tzinfo or datetime.timezone.utc).timestamp() * 1000),
+        due_ms=int(doc.get('d', 0) * 1000) or created_ms,
+        client_uuid=str(doc['u']), checksum=doc.get('cs'))
+
