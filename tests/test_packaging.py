@@ -28,10 +28,10 @@ def test_every_backend_is_a_zaqar_data_driver_with_its_stages():
         ep = drivers['delay.' + backend]
         module = ep.value.split(':')[0]
         assert ep.load().__module__ == module
-        for resource in ('queue', 'topic'):
+        for resource, stage in (('queue', 'QueueStage'),
+                                ('topic', 'TopicStage')):
             stages = entry_points('%s.%s.stages' % (module, resource))
-            assert stages['message_queue_handler'].load().__name__ == \
-                'QueueStage'
+            assert stages['message_queue_handler'].load().__name__ == stage
 
 
 def test_option_generator_lists_every_option_with_help():
