@@ -7,9 +7,10 @@ is the list ``marker``:
 
 * listing with its Client-ID and a marker acknowledges every message up to
   and including that position and stores it as the cursor; the marker must
-  be neither behind the stored cursor nor beyond the last position ever
-  handed to this consumer (:class:`CursorMismatch`, a 400 that names the
-  stored cursor);
+  be a position (decimal digits) neither behind the stored cursor nor
+  beyond the last position ever handed to this consumer
+  (:class:`CursorMismatch`, a 400 that names the marker and the stored
+  cursor);
 * listing without a marker resumes right after the stored cursor (from the
   start when nothing was acknowledged yet), after a disconnect or any
   restart;
@@ -26,12 +27,15 @@ consumers (those active within ``consumer_idle_time``): see
 """
 
 import dataclasses
+import re
 import uuid
 
 from zaqar_delay import errors
 
 SCHEME = 'cursor'
 PREFIX = SCHEME + ':'
+# What a marker handed to a consumer looks like: a position.
+_POSITION = re.compile('[0-9]+')
 
 
 def consume_id_of(subscriber):
@@ -67,6 +71,23 @@ class Consumer:
 
     def is_idle(self, now_ms, idle_s):
         return self.last_active_ms <= now_ms - idle_s * 1000
+
+    def position_of(self, marker):
+        """The position ``marker`` names (None: no marker, resume after
+        the cursor). A marker is one this consumer was handed: decimal
+        digits; anything else (``abc``, ``-1``, ``3x``) is refused with
+        :class:`CursorMismatch`, naming the marker and the cursor."""
+        if marker is None or marker == '':
+            return None
+        if not (isinstance(marker, str) and _POSITION.fullmatch(marker)):
+            raise CursorMismatch(
+                'marker {!r} is not a position: persistent consumer {} '
+                'lists with the marker of the last page it was handed (its '
+                'cursor is {}, the last position handed to it {}), or '
+                'without one to resume after the cursor'.format(
+                    marker, self.consume_id, _shown(self.cursor),
+                    _shown(self.handed)))
+        return int(marker)
 
     def check_ack(self, position):
         """Refuse a marker behind the cursor or past what was handed out;

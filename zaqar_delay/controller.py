@@ -142,19 +142,21 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
              limit=storage.DEFAULT_MESSAGES_PER_PAGE, echo=False,
              client_uuid=None, include_claimed=False, include_delayed=False):
         rules.check_limit(limit, self._limits.max_messages_per_page)
-        position = _parse_marker(marker)
-        if position is _UNKNOWN_MARKER:
-            yield iter([])
-            yield marker
-            return
         client = None if client_uuid is None else str(client_uuid)
         reader = None
         if client is not None:
             _, reader = self._consumer(queue, project, client)
         if reader is not None:
+            # A persistent consumer's marker is its cursor: one that names
+            # no position is refused (400), never an empty page forever.
             messages, next_marker = self._consumer_page(
-                queue, project, reader, position, limit)
+                queue, project, reader, reader.position_of(marker), limit)
         else:
+            position = _parse_marker(marker)
+            if position is _UNKNOWN_MARKER:
+                yield iter([])
+                yield marker
+                return
             messages, next_marker = self._list(
                 queue, project, position, limit, bool(echo), client,
                 bool(include_claimed), bool(include_delayed),

@@ -16,6 +16,7 @@ the list marker is its cursor (zaqar_delay/consumers.py):
   is no longer kept (unless claimed), for good.
 """
 
+import dataclasses
 import uuid
 
 import pytest
@@ -269,18 +270,45 @@ def test_a_rewind_by_one_is_refused_naming_the_stored_cursor(
     assert reader.page(str(at['b']))[0] == ['c']
 
 
-# Past 2**63 - 1 no store has a position (MongoDB's are int64).
-@pytest.mark.parametrize('marker', ['not-a-position', str(2 ** 63)])
+@pytest.mark.parametrize('marker', ['not-a-position', 'abc', '-1', '3x',
+                                    '+1', ' 1', '1_0'])
 def test_an_unknown_marker_is_not_interpreted(driver, make_queue, project,
                                               marker):
+    """A plain listing gets Zaqar's empty page for a marker that names no
+    position; a persistent consumer gets CursorMismatch (a 400) naming
+    the marker and its cursor, not an empty page it would read forever,
+    and its state is left as it was."""
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    if marker in ('not-a-position', 'abc', '-1', '3x'):
+        pages = driver.message_controller.list(queue, project=project,
+                                               marker=marker)
+        assert list(next(pages)) == []
+    reader = Reader(driver, queue, project)
+    _, handed = reader.page()
+    before = reader.state()
+    with pytest.raises(consumers.CursorMismatch) as raised:
+        reader.page(marker)
+    assert repr(marker) in str(raised.value)
+    assert 'cursor is none' in str(raised.value)
+    assert isinstance(raised.value, errors.InvalidInput)
+    assert reader.state() == dataclasses.replace(
+        before, last_active_ms=reader.state().last_active_ms)
+    assert reader.state().cursor is None
+    assert reader.page(handed)[0] == []
+
+
+def test_a_consumer_marker_past_every_position_is_refused(
+        driver, make_queue, project):
+    """2**63 names no position of any store (MongoDB's are int64): a
+    persistent consumer was never handed it, so it is refused as any
+    marker past what was handed is, and reaches no store."""
     queue = make_queue()
     post(driver, queue, project, 'a')
     reader = Reader(driver, queue, project)
-    pages = driver.message_controller.list(queue, project=project,
-                                           marker=marker,
-                                           client_uuid=reader.id)
-    assert list(next(pages)) == []
-    assert reader.state().cursor is None
+    reader.page()
+    with pytest.raises(consumers.CursorMismatch):
+        reader.page(str(2 ** 63))
 
 
 @operator(length=2)

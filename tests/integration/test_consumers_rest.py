@@ -16,6 +16,7 @@ from importlib import metadata
 import pytest
 from zaqarclient.queues import client as zaqar_client
 
+from tests.integration.conftest import Client
 from tests.servers import redis_server
 from tests.servers import zaqar_server
 
@@ -26,6 +27,13 @@ CURSOR_TYPES = """
 [transport]
 subscriber_types = http,https,mailto,trust+http,trust+https,cursor
 """
+
+
+@pytest.fixture
+def operator_config():
+    """Zaqar's WSGI app (``zaqar_url``, every backend) takes cursor
+    subscribers."""
+    return CURSOR_TYPES
 
 
 class Stack:
@@ -134,3 +142,28 @@ def test_a_killed_reader_resumes_across_server_restarts(stack, tmp_path):
     shown.ensure_exists()
     assert shown.options['lag'] == 0 and shown.options['lost'] == 0
     assert shown.options['idle'] is False
+
+
+def test_a_consumer_marker_that_is_no_position_is_400_naming_it(
+        zaqar_url, project):
+    """A persistent consumer listing with a marker that names no position
+    gets a 400 naming the marker and its cursor, and nothing changes; a
+    plain client listing with it gets Zaqar's empty page."""
+    consume_id = str(uuid.uuid4())
+    consumer = Client(zaqar_url, project, client_id=consume_id)
+    assert consumer.call('PUT', '/queues/feed', json={}).status_code == 201
+    reply = consumer.call('POST', '/queues/feed/subscriptions', json={
+        'subscriber': 'cursor:' + consume_id, 'ttl': 3600, 'options': {}})
+    assert reply.status_code == 201, reply.text
+    assert consumer.post('feed', {'ttl': 3600, 'body': 1}).status_code == 201
+    assert consumer.bodies('feed') == [1]
+    plain = Client(zaqar_url, project)
+    for marker in ('abc', '-1', '3x'):
+        reply = consumer.call('GET', '/queues/feed/messages',
+                              params={'marker': marker})
+        assert reply.status_code == 400, (marker, reply.text)
+        description = reply.json()['description']
+        assert repr(marker) in description and 'cursor' in description
+        assert plain.bodies('feed', marker=marker) == []
+    # Nothing was acknowledged: the page is handed again.
+    assert consumer.bodies('feed') == [1]

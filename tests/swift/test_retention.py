@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests.contract.helpers import bodies, claim, listed, post, stats
+from tests.swift.requests import Requests
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import retention as swift_retention
 
@@ -249,26 +250,6 @@ def test_disabled_or_no_retention_removes_nothing(driver, clock, make_queue,
             0, False)
         assert stats(driver, queue, project)['total'] == 3
         assert removed(driver, queue, project) == 0
-
-
-class Requests:
-    """Counts the Swift requests a driver makes, by method."""
-
-    def __init__(self, driver, monkeypatch):
-        self.calls = []
-        store = driver.store
-        original = store.call
-
-        def call(method, *args, **kwargs):
-            self.calls.append(method)
-            return original(method, *args, **kwargs)
-
-        monkeypatch.setattr(store, 'call', call)
-
-    def during(self, fn):
-        self.calls.clear()
-        fn()
-        return len(self.calls)
 
 
 @pytest.mark.parametrize('retention', [{'length': 500}, {'time': 3600},

@@ -69,8 +69,9 @@ class ClaimController(controller.ClaimController):
             for e in page:
                 if e['name'] not in seen:
                     seen.add(e['name'])
+                    params = names.ct_params(e.get('content_type'))
                     fresh.append(names.parse_entry(e['name']) + (
-                        names.ct_params(e.get('content_type')).get('g'),))
+                        params.get('g'), params.get('u')))
             advanced = qs.advanced
             while fresh and len(won) < limit:
                 chunk, fresh = self._chunk(fresh, limit - len(won), taken)
@@ -119,8 +120,9 @@ class ClaimController(controller.ClaimController):
         kinds = [self._kind(policy, entry[2], mode, claim_id)
                  for entry in chunk]
         if mode == 'claim':
+            # Its poster too: the entry its end files names it.
             self._record(qs, claim_id, record, [
-                [entry[1], entry[0], entry[2], entry[3]]
+                [entry[1], entry[0], entry[2], entry[3], entry[4]]
                 for entry, kind in zip(chunk, kinds) if kind == claim_id])
         results = self._store.parallel(
             lambda item: self._attempt(qs, now, *item, op=claim_id),
@@ -164,7 +166,7 @@ class ClaimController(controller.ClaimController):
     def _attempt(self, qs, now, entry, kind, op):
         """Win attempt ``entry`` of a message; the message, or None. A
         pop's lock names the pop (``op``), whose outcome decides."""
-        pos, message_id, attempt, gk = entry
+        pos, message_id, attempt, gk = entry[:4]
         if gk is not None and not groups.is_head(qs, gk, pos, message_id):
             if qs.store.head(qs.c, names.group_obj(gk, pos, message_id)) \
                     is None:

@@ -200,7 +200,7 @@ class DataDriver(base.DataDriver):
             message = qs.message(message_id, now)
             if message is not None:
                 qs.make_available(message.pos, message_id, attempt + 1, now,
-                                  now, message.gk)
+                                  now, message.gk, message.client)
 
 
 def _drop_leaked_locks(qs, locks, positions, now):

@@ -149,7 +149,7 @@ def finish_move(driver, qs, project, head, target, now):
         # Nowhere to go: give the head back to its group.
         attempts = qs.latest_lock(head.id)[0]
         qs.make_available(head.pos, head.id, attempts + 1, now, now,
-                          head.gk)
+                          head.gk, head.client)
         return
     # The move was accepted: metadata of the target's that went bad since
     # takes the group ungrouped rather than stranding it here.

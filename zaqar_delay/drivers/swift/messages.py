@@ -20,6 +20,7 @@ from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import retention as swift_retention
+from zaqar_delay.drivers.swift import scan
 from zaqar_delay.drivers.swift import state as swift_state
 
 # A position is created ms * POS_PER_MS + n: positions follow the clock
@@ -82,7 +83,7 @@ class MessageController(controller.MessageController):
                                     + names.RECEIVED_MEMORY_S * 1000))
             if message.group is None:
                 qs.make_available(message.pos, message.id, 1, message.due,
-                                  now)
+                                  now, client=message.client)
             return True
 
         done = self._store.parallel(store_one, stored)
@@ -154,20 +155,21 @@ class MessageController(controller.MessageController):
         qs = self._state(queue, project)
         keep = swift_retention.horizon(qs, retention, now,
                                        flights=include_claimed)
+        budget = scan.Scan(limit)
         if include_claimed or include_delayed:
             found = self._list_all(qs, now, marker, limit, include_claimed,
-                                   include_delayed, echo, client_uuid, keep)
+                                   include_delayed, echo, client_uuid, keep,
+                                   budget)
         else:
             qs.settle(now)
             if self._store.listing(qs.c, 'g/', limit=1):
                 # Blocked members are listed too, but only heads are in a/.
                 found = self._list_all(qs, now, marker, limit, False, False,
-                                       echo, client_uuid, keep)
+                                       echo, client_uuid, keep, budget)
             else:
                 found = self._list_available(qs, now, marker, limit, echo,
-                                             client_uuid, keep)
-        last = found[-1].position if found else None
-        return found, last
+                                             client_uuid, keep, budget)
+        return found, budget.next_marker(found, limit)
 
     def _pages(self, qs, prefix, marker, limit, reverse=False):
         """Listing pages after a position, growing like Redis' list."""
@@ -185,18 +187,24 @@ class MessageController(controller.MessageController):
             chunk = min(chunk * 2, 1000)
 
     def _list_available(self, qs, now, marker, limit, echo, client_uuid,
-                        keep):
+                        keep, budget):
         out = []
-        for page in self._pages(qs, 'a/', keep.after(marker), limit):
-            entries = {}
+        pages = self._pages(qs, 'a/', keep.after(marker), limit)
+        for page in budget.pages(pages):
+            candidates, seen = [], set()
             for entry in page:
                 pos, message_id, attempt = names.parse_entry(entry['name'])
-                entries.setdefault(pos, (message_id, attempt))
+                if pos in seen:
+                    continue
+                seen.add(pos)
+                poster = names.ct_params(entry.get('content_type')).get('u')
+                own = not echo and poster == client_uuid
+                candidates.append(
+                    (pos, None if own else (pos, message_id, attempt)))
+            wanted = budget.affordable(candidates)
             found = self._store.parallel(
-                lambda item: qs.message(item[1][0], now),
-                list(entries.items()))
-            for (pos, (message_id, attempt)), message in zip(
-                    entries.items(), found):
+                lambda item: qs.message(item[1], now), wanted)
+            for (pos, message_id, attempt), message in zip(wanted, found):
                 if (message is None or message.pos != pos
                         or not keep.keeps(pos, message.created)
                         or not (echo or message.client != client_uuid)):
@@ -204,10 +212,12 @@ class MessageController(controller.MessageController):
                 out.append(message.render(now, claim_count=attempt - 1))
                 if len(out) == limit:
                     return out
+            if budget.spent:
+                break
         return out
 
     def _list_all(self, qs, now, marker, limit, include_claimed,
-                  include_delayed, echo, client_uuid, keep):
+                  include_delayed, echo, client_uuid, keep, budget):
         out, cache = [], {}
 
         def read(message_id):
@@ -219,7 +229,9 @@ class MessageController(controller.MessageController):
                 return None
             return message, held
 
-        def page_of(wanted):
+        def page_of(candidates):
+            """True once the page is full or the budget is spent."""
+            wanted = budget.affordable(candidates)
             for found in self._store.parallel(read, wanted):
                 if found is None:
                     continue
@@ -234,7 +246,7 @@ class MessageController(controller.MessageController):
                 out.append(message.render(now, claim_id, count))
                 if len(out) == limit:
                     return True
-            return False
+            return budget.spent
 
         if include_claimed and keep.cut:
             # Claimed messages below the retention cut are still shown,
@@ -242,21 +254,20 @@ class MessageController(controller.MessageController):
             early = sorted((pos, mid) for mid, pos in keep.in_flight.items()
                            if pos < keep.cut and (marker is None
                                                   or pos > marker))
-            if page_of([mid for _, mid in early]):
+            if page_of(early):
                 return out
-        for page in self._pages(qs, 'p/', keep.after(marker), limit):
-            wanted = []
+        pages = self._pages(qs, 'p/', keep.after(marker), limit)
+        for page in budget.pages(pages):
+            candidates = []
             for entry in page:
                 fields = names.position_fields(entry)
-                if fields is None or fields['e'] <= now:
-                    continue
-                if not include_delayed and fields['d'] > now:
-                    continue
-                if not (fields['id'] in keep.in_flight
-                        or keep.keeps(fields['pos'], fields['cr'])):
-                    continue
-                wanted.append(fields['id'])
-            if page_of(wanted):
+                if fields is not None:
+                    candidates.append((fields['pos'], fields['id'] if
+                                       _worth_reading(fields, now, keep,
+                                                      include_delayed,
+                                                      echo, client_uuid)
+                                       else None))
+            if page_of(candidates):
                 return out
         return out
 
@@ -502,6 +513,17 @@ class MessageController(controller.MessageController):
     def _clean(self, queue, project, retention, batch):
         return swift_retention.clean(self._state(queue, project), retention,
                                      self.driver.now_ms(), batch)
+
+
+def _worth_reading(fields, now, keep, include_delayed, echo, client_uuid):
+    """False when a p/ entry alone shows that a listing leaves its message
+    out: expired, not due, not kept, or posted by the listing client."""
+    if fields['e'] <= now or not (include_delayed or fields['d'] <= now):
+        return False
+    if not (fields['id'] in keep.in_flight
+            or keep.keeps(fields['pos'], fields['cr'])):
+        return False
+    return echo or fields.get('u') != client_uuid
 
 
 def _stat_entry(now, fields):

@@ -21,8 +21,8 @@ object                     holds
 =========================  ==================================================
 ``p/P``                    position P is taken. Created with If-None-Match,
                            which is how positions are allocated. Its
-                           Content-Type carries ``id cr e d`` (below), so a
-                           listing of ``p/`` answers stats without GETs.
+                           Content-Type carries ``id cr e d u`` (below), so
+                           a listing of ``p/`` answers stats without GETs.
 ``m/I``                    the message: body and fields below (JSON);
                            created with If-None-Match (ids are unique, a
                            retried post cannot duplicate). Metadata ``e``.
@@ -91,7 +91,9 @@ one. Hex keeps byte order, so listing ``g/`` lists groups in the order of
 their encoded ids (ids sharing their first 256 bytes follow their hashes).
 Entries of grouped messages under ``a/``, ``d/`` and ``p/`` carry ``g=G``
 in their Content-Type, so a claim knows a candidate's group, and stats
-count groups, from listings alone.
+count groups, from listings alone. Those entries also carry ``u`` (the
+poster's client UUID) where the filer knows it, so a listing without
+echo skips the listing client's own messages unread (scan.py).
 
 Message fields (``m/I`` body, and ``p/P`` Content-Type parameters):
 

@@ -90,4 +90,4 @@ def abandoned(qs, message, attempt, pop_id, now):
         qs.remove([(message.id, message.pos, None, message.gk)], now)
     else:
         qs.make_available(message.pos, message.id, attempt + 1, now, now,
-                          message.gk)
+                          message.gk, message.client)

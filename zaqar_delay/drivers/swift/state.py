@@ -196,14 +196,18 @@ class QueueState:
         record = self.claim_record(holder, cache)
         return attempts, record is not None and record['e'] > now
 
-    def make_available(self, pos, message_id, attempt, due, now, gk=None):
+    def make_available(self, pos, message_id, attempt, due, now, gk=None,
+                       client=None):
         """File attempt ``attempt`` under ``a/`` (due) or ``d/``; a
-        grouped message's entry names its group key."""
+        grouped message's entry names its group key, and an entry names
+        its poster when the filer knows it (``client``), so a listing
+        without echo skips that poster's messages unread (scan.py)."""
         if due > now:
             name = names.delayed_obj(due, pos, message_id, attempt)
         else:
             name = names.avail_obj(pos, message_id, attempt)
-        self.store.put(self.c, name, content_type=names.content_type(g=gk))
+        self.store.put(self.c, name,
+                       content_type=names.content_type(g=gk, u=client))
 
     def redeliver(self, claim_id, record, ended, now):
         """Make the messages a claim still holds claimable again after the
@@ -213,10 +217,12 @@ class QueueState:
 
         def one(member):
             message_id, pos, attempt = member[:3]
-            gk = member[3] if len(member) > 3 else None
+            # Records written before the group key or the poster was kept
+            # in them are shorter.
+            gk, client = (list(member[3:]) + [None, None])[:2]
             if self.latest_lock(message_id) == (attempt, claim_id):
                 self.make_available(pos, message_id, attempt + 1, due, now,
-                                    gk)
+                                    gk, client)
 
         self.store.parallel(one, record['m'])
 
@@ -262,4 +268,4 @@ def position_type(message, expires=None):
     return names.content_type(
         id=message.id, cr=message.created,
         e=message.expires if expires is None else expires, d=message.due,
-        g=message.gk)
+        g=message.gk, u=message.client)
