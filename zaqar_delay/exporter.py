@@ -174,11 +174,11 @@ def _consumer_families(samples):
 
 def _fault_families(counts):
     families = {event: counter(
-        'store_' + event + 's', 'Store calls of this process ' + doc
-        + ', by backend and kind (the exception class).',
-        ['backend', 'kind'])
-        for event, doc in ((tally.RETRY, 'tried again after a fault'),
-                           (tally.ERROR, 'given up'))}
+        name, 'Store calls of this process ' + doc + ', by backend and '
+        'kind (the exception class).', ['backend', 'kind'])
+        for event, name, doc in (
+            (tally.RETRY, 'store_retries', 'tried again after a fault'),
+            (tally.ERROR, 'store_errors', 'given up'))}
     for (event, backend, kind), value in sorted(counts.items()):
         families[event].add_metric([backend, kind], value)
     return families.values()
