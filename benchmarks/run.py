@@ -1,6 +1,6 @@
 """Side-by-side benchmark: zaqar-delay drivers against Zaqar's built-in ones.
 
-    python -m benchmarks.run [--quick]
+    python -m benchmarks.run [--quick] [--backend NAME] [--plot DIR]
 
 Starts one redis-server (and, for Swift, a real single-node Swift) and
 measures our driver and Zaqar's own side by side on each backend: post
@@ -9,7 +9,8 @@ throughput, claim+delete throughput, and claim latency with 0, 10,000 and
 has no groups), claim latency on a grouped queue with 10,000 group heads in
 flight and 100,000 messages blocked behind them. Swift runs smaller sizes.
 Prints figures and ratios (ours / Zaqar's for throughput; latency against
-our own empty queue).
+our own empty queue). ``--plot DIR`` also draws them (benchmarks/plot.py,
+needs matplotlib) as PNG files in DIR.
 """
 
 import argparse
@@ -116,8 +117,11 @@ def alternate(run, ours, theirs, total, rounds=5):
 
 
 def bench(ours, theirs, args):
+    """Measure and print; returns the figures for benchmarks.plot:
+    {'throughput': {name: (ours, theirs)}, 'latency': [(delayed ahead,
+    our median, Zaqar's median or None if it failed)]} (seconds)."""
     project = 'bench-' + uuid.uuid4().hex[:6]
-    rows = []
+    rows, figures = [], {'throughput': {}, 'latency': []}
     for name, run in (
             ('post (10/post)', lambda d, n: workloads.post_throughput(
                 d, project, n)),
@@ -125,6 +129,7 @@ def bench(ours, theirs, args):
              lambda d, n: workloads.claim_delete_throughput(
                  d, project, n))):
         a, b = alternate(run, ours, theirs, args.messages)
+        figures['throughput'][name] = (a, b)
         rows.append((name, fmt_rate(a), fmt_rate(b), '{:.2f}x'.format(a / b)))
     print('\n{:<28} {:>18} {:>18} {:>8}'.format(
         'throughput', 'zaqar-delay', 'zaqar built-in', 'ratio'))
@@ -141,6 +146,8 @@ def bench(ours, theirs, args):
     other = [theirs_latency(theirs, project, ahead, theirs_samples)
              for ahead in args.delayed]
     for ahead, m, o in zip(args.delayed, mine, other):
+        figures['latency'].append(
+            (ahead, m[0], None if isinstance(o, str) else o[0]))
         print('{:<28} {:>22} {:>22} {:>8.2f}x'.format(
             '{:,} delayed ahead'.format(ahead), fmt_ms(m),
             o if isinstance(o, str) else fmt_ms(o), m[0] / mine[0][0]))
@@ -154,6 +161,7 @@ def bench(ours, theirs, args):
         print('{:<40} {:>22} {:>8.2f}x'.format(
             '{:,} heads in flight, {:,} blocked'.format(
                 groups, groups * blocked), fmt_ms(m), m[0] / mine[0][0]))
+    return figures
 
 
 def quick(args):
@@ -186,13 +194,17 @@ def main(argv=None):
     parser.add_argument('--mongodb-uri',
                         default=os.environ.get('ZAQAR_DELAY_TEST_MONGODB_URI'),
                         help='a real MongoDB server; default: mongomock')
+    parser.add_argument('--plot', metavar='DIR',
+                        help='also draw the figures as PNG files in DIR '
+                             '(needs matplotlib)')
     args = parser.parse_args(argv)
     chosen = args.backend or ['redis', 'mongodb', 'swift']
     args = quick(args) if args.quick else full(args)
+    figures = {}
     with RedisServer() as server:
         if 'redis' in chosen:
             print('\n#### Redis:', server.binary, 'on', server.url)
-            bench(*redis_pair(server.url), args)
+            figures['Redis'] = bench(*redis_pair(server.url), args)
         if 'mongodb' in chosen:
             if args.mongodb_uri:
                 print('\n#### MongoDB:', args.mongodb_uri)
@@ -201,14 +213,20 @@ def main(argv=None):
                       'checks that both drivers run; the figures measure '
                       'mongomock, not MongoDB')
                 args = quick(args)
-            bench(*mongodb_pair(server.url, args.mongodb_uri), args)
+            figures['MongoDB' if args.mongodb_uri else 'mongomock'] = bench(
+                *mongodb_pair(server.url, args.mongodb_uri), args)
         if 'swift' in chosen:
             from tests.servers.swift_server import SwiftServer
             with SwiftServer() as swift:
                 print('\n#### Swift: single node (1 replica, tempauth) on',
                       swift.url, '- sizes scaled down: a Swift request '
                       'costs milliseconds')
-                bench(*swift_pair(server.url, swift), swift_sizes(args))
+                figures['Swift'] = bench(*swift_pair(server.url, swift),
+                                         swift_sizes(args))
+    if args.plot:
+        from benchmarks import plot
+        for path in plot.draw(figures, args.plot):
+            print('drew', path)
 
 
 if __name__ == '__main__':

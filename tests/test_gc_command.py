@@ -171,19 +171,26 @@ def own_redis():
     server.stop()
 
 
-def test_two_daemons_remove_a_retention_backlog_once_in_all(own_redis,
-                                                            tmp_path,
-                                                            request):
+def redis_store(redis_url, directory, kept, request):
+    """(zaqar.conf path, Redis data driver) of a store on ``redis_url``
+    whose retention keeps ``kept`` messages per queue."""
     from zaqar_delay.drivers.redis import driver as redis_driver
-    kept, posted = 100, 1000
     config = zaqar_server.write_config(
-        str(tmp_path), own_redis.url, 0, 'delay.redis',
-        {'uri': own_redis.url.replace('redis://', 'delay.redis://')},
+        str(directory), redis_url, 0, 'delay.redis',
+        {'uri': redis_url.replace('redis://', 'delay.redis://')},
         extra='[retention]\nlength = {}\n'.format(kept))
     conf = backends.make_conf(config_files=[config])
     driver = redis_driver.DataDriver(
-        conf, None, backends.control_driver(conf, own_redis.url))
+        conf, None, backends.control_driver(conf, redis_url))
     request.addfinalizer(driver.close)
+    return config, driver
+
+
+def test_two_daemons_remove_a_retention_backlog_once_in_all(own_redis,
+                                                            tmp_path,
+                                                            request):
+    kept, posted = 100, 1000
+    config, driver = redis_store(own_redis.url, tmp_path, kept, request)
     queues = ['q%d' % i for i in range(6)]
     messages = driver.message_controller
 

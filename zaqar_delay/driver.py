@@ -140,6 +140,11 @@ class DataDriver(storage.DataDriverBase):
         return {'storage_reachable': self.is_alive(),
                 'operation_status': self._get_operation_status()}
 
+    def queues(self):
+        """``(project, queue)`` of every queue this store keeps messages
+        of (each backend's own index of queues: no work per message)."""
+        raise NotImplementedError
+
     def gc_each(self, queues):
         """Run ``settle()`` for each ``(name, settle)`` of ``queues``,
         isolated: a queue that fails is logged with its name and the reason

@@ -46,3 +46,12 @@ def test_a_failing_queue_does_not_stop_gc(driver, make_queue, project,
               if r.levelno >= logging.ERROR]
     assert any('corrupt queue state' in text and broken in text
                for text in errors), errors
+
+
+def test_queues_names_every_queue_with_messages(driver, make_queue, project):
+    """The index of queues the metrics exporter reads (driver.queues()):
+    each backend's own, with the project and queue as they were given."""
+    queues = [make_queue(name=name) for name in ('q-a', 'q.b_c')]
+    for queue in queues:
+        post(driver, queue, project, 'x')
+    assert {(project, queue) for queue in queues} <= set(driver.queues())

@@ -15,6 +15,8 @@ that fails is logged and skipped; a store outage is logged and retried with
 backoff, never the end of the daemon.
 """
 
+import functools
+import sys
 import time
 
 from oslo_config import cfg
@@ -51,6 +53,18 @@ CLI_OPTS = [
                 help='Print one line per pass: queues visited, expired '
                      'messages removed, messages removed by retention, '
                      'seconds taken and messages removed per second.'),
+    cfg.PortOpt('metrics_port',
+                help='Serve Prometheus metrics of the store and of the gc '
+                     'passes on this port (GET /metrics; needs the '
+                     'prometheus extra). A snapshot is taken after each '
+                     'pass; scrapes never reach the store. Default: off.'),
+    cfg.StrOpt('metrics_address', default='127.0.0.1',
+               help='Address the metrics are served on (0.0.0.0: every '
+                    'interface). The metrics name projects and queues.'),
+    cfg.IntOpt('metrics_max_queues', default=100, min=0,
+               help='Export per-queue metrics for at most this many queues '
+                    '(the first in project, queue order); the others are '
+                    'only counted, in zaqar_delay_queues{exported="false"}.'),
     cfg.IntOpt('max_backoff', default=300, min=1,
                help='After a failed pass (the store unreachable), the next '
                     'one is tried after 1 s, then 2, 4, ... seconds, at most '
@@ -66,12 +80,15 @@ def main(argv=None):
     logging.setup(conf, 'zaqar-delay-gc')
     pacing = _apply_pacing_flags(conf)
     store = bootstrap.Bootstrap(conf).storage._storage
+    exporter = _serve_metrics(conf, pacing)
     failures = passes = 0
     while True:
         started = time.monotonic()
         try:
             result = gc_pass(store)
         except Exception as exc:
+            if exporter:
+                exporter.record_failure(exc)
             # The driver's gc() isolates queues (driver.gc_each): what
             # reaches here is the store itself failing. Report it and try
             # again later, never exit.
@@ -92,11 +109,30 @@ def main(argv=None):
         LOG.info('%s', report)
         if conf.verbose:
             print(report, flush=True)
+        if exporter:
+            exporter.record_pass(result, seconds)
+            exporter.refresh(pool_stores(store), conf.metrics_max_queues)
         if conf.once:
             return 0
         # Pace the passes: a pass that took less than full_scan_time waits
         # out the rest, a slower one is followed by the next at once.
         time.sleep(max(0.0, pacing.full_scan_time - seconds))
+
+
+def _serve_metrics(conf, pacing):
+    """The Exporter serving --metrics_port, or None when it is not set."""
+    if conf.metrics_port is None:
+        return None
+    try:
+        from zaqar_delay import exporter
+    except ImportError as exc:
+        raise SystemExit('--metrics_port needs prometheus_client: pip '
+                         'install "zaqar-delay[prometheus]" ({})'.format(exc))
+    served = exporter.Exporter(interval=pacing.full_scan_time)
+    port = served.serve(conf.metrics_port, conf.metrics_address)
+    LOG.info('metrics served on http://%s:%d/metrics', conf.metrics_address,
+             port)
+    return served
 
 
 def _apply_pacing_flags(conf):
@@ -131,13 +167,12 @@ def gc_pass(store):
     every pool had its turn."""
     if not isinstance(store, pooling.DataDriver):
         return store.gc()
-    catalog = store._pool_catalog
     total, failed = driver.GcPass(), []
-    for pool in next(catalog._pools_ctrl.list(limit=0)):
+    for pool, get_store in pool_stores(store):
         try:
-            result = catalog.get_driver(pool['name'])._storage.gc()
+            result = get_store().gc()
         except Exception as exc:
-            LOG.error('gc of pool %s failed: %s', pool['name'], exc)
+            LOG.error('gc of pool %s failed: %s', pool, exc)
             failed.append(exc)
             continue
         if result is not None:
@@ -145,3 +180,22 @@ def gc_pass(store):
     if failed:
         raise failed[0]
     return total
+
+
+def pool_stores(store):
+    """[(pool name, a function returning its data driver)]; without
+    pooling, the store itself under the name None."""
+    if not isinstance(store, pooling.DataDriver):
+        return [(None, lambda: store)]
+    catalog = store._pool_catalog
+    return [(pool['name'], functools.partial(_pool_driver, catalog,
+                                             pool['name']))
+            for pool in next(catalog._pools_ctrl.list(limit=0))]
+
+
+def _pool_driver(catalog, name):
+    return catalog.get_driver(name)._storage
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -149,6 +149,10 @@ class DataDriver(base.DataDriver):
         LOG.debug('gc pass: %s', result)
         return result
 
+    def queues(self):
+        return [(counter['p'], counter['q']) for counter in
+                self.counters.find({}, {'p': True, 'q': True})]
+
     def _gc_queue(self, counter):
         """One queue's gc; returns the expired messages it dropped (what
         retention removed, clean_queue adds to the pass itself)."""

@@ -12,6 +12,7 @@ from redis import retry
 from redis import sentinel
 
 from zaqar_delay import errors
+from zaqar_delay import tally
 
 LOG = logging.getLogger(__name__)
 
@@ -186,6 +187,11 @@ def _retried(exc):
 LOADING_POLL = 0.2
 
 
+def _given_up(exc):
+    tally.count(tally.ERROR, 'redis', exc)
+    return errors.BackendUnavailable(backend='Redis', reason=exc)
+
+
 def guarded(call, attempts, sleep, loading_wait=0.0):
     """Run ``call()``; retry lost connections, then raise Zaqar's error.
 
@@ -209,27 +215,30 @@ def guarded(call, attempts, sleep, loading_wait=0.0):
             now = time.monotonic()
             if loading_until is None:
                 loading_until = now + loading_wait
+                tally.count(tally.RETRY, 'redis', exc)
             if now < loading_until:
                 time.sleep(min(LOADING_POLL, loading_until - now))
                 continue
             if isinstance(exc, redis.exceptions.BusyLoadingError):
                 LOG.error('Redis still loading after %.1f s: %s',
                           loading_wait, exc)
-                raise errors.BackendUnavailable(backend='Redis', reason=exc)
+                raise _given_up(exc)
             # Still CLUSTERDOWN after the wait: retried like the rest.
             if attempt == attempts:
                 LOG.error('Redis Cluster down after %.1f s and %d attempts: '
                           '%s', loading_wait, attempt + 1, exc)
-                raise errors.BackendUnavailable(backend='Redis', reason=exc)
+                raise _given_up(exc)
+            tally.count(tally.RETRY, 'redis', exc)
             time.sleep(sleep * (2 ** attempt))
             attempt += 1
         except (*RETRIED, redis.exceptions.RedisClusterException) as exc:
             if attempt == attempts or not _retried(exc):
                 LOG.error('Redis unavailable after %d attempts: %s',
                           attempt + 1, exc)
-                raise errors.BackendUnavailable(backend='Redis', reason=exc)
+                raise _given_up(exc)
+            tally.count(tally.RETRY, 'redis', exc)
             time.sleep(sleep * (2 ** attempt))
             attempt += 1
         except redis.exceptions.ResponseError as exc:
             LOG.error('Redis refused an operation: %s', exc)
-            raise errors.BackendUnavailable(backend='Redis', reason=exc)
+            raise _given_up(exc)

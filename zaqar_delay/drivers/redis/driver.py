@@ -208,16 +208,18 @@ class DataDriver(base.DataDriver):
         messages, unfinished dead-letter moves; then remove what retention
         no longer keeps (clean_queue). Safe on several hosts at once: each
         step is an atomic script. Returns the pass's GcPass."""
-        tags = self.guarded(lambda: list(
-            self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
-        done = self.gc_each(self._gc_one(tag.decode()) for tag in tags)
+        done = self.gc_each(self._gc_one(project, queue)
+                            for project, queue in self.queues())
         LOG.debug('gc removed %d expired messages and %d by retention',
                   done.expired, done.retention)
         return done
 
-    def _gc_one(self, tag):
-        project, queue = _untag(tag)
+    def queues(self):
+        tags = self.guarded(lambda: list(
+            self.connection.sscan_iter(keys.QUEUE_REGISTRY)))
+        return [_untag(tag.decode()) for tag in tags]
 
+    def _gc_one(self, project, queue):
         def settle():
             # The expired count; clean_queue adds its removals to the pass.
             dropped = self.message_controller.gc(queue, project, GC_BATCH,

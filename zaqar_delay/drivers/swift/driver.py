@@ -95,6 +95,15 @@ class DataDriver(base.DataDriver):
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
 
+    def queues(self):
+        # One HEAD per queue: a container's name may hold a hash of the
+        # project, its metadata always holds the real names.
+        for container in self.store.containers(
+                names.container_prefix(names.MESSAGES)):
+            meta = self.store.container_meta(container) or {}
+            if 'queue' in meta:
+                yield meta.get('project') or None, meta['queue']
+
     def _gc_and_clean(self, container):
         dropped = self._gc_queue(container)
         meta = self.store.container_meta(container) or {}
