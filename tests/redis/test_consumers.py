@@ -345,3 +345,46 @@ def test_the_cursor_survives_a_redis_restart(project):
         driver.close()
     finally:
         server.stop()
+
+
+# -- a page behind a hidden backlog ------------------------------------------
+
+HIDDEN = 20000
+
+
+@pytest.fixture
+def script_calls(driver, monkeypatch):
+    """{script name: calls} of every queue script the driver runs."""
+    original, counted = driver.scripts.run, {}
+
+    def counting(name, *args, **kwargs):
+        counted[name] = counted.get(name, 0) + 1
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(driver.scripts, 'run', counting)
+    return counted
+
+
+def test_a_page_behind_a_hidden_backlog_starts_at_the_cutoff(
+        driver, project, script_calls):
+    # Retention keeps the newest five free messages; a new consumer's
+    # first page holds them and the claimed message in the middle of what
+    # retention hides, and reads nothing else: a fixed number of script
+    # calls, not one per hundred hidden messages.
+    make_queue(driver, project, length=1)
+    for start in range(0, HIDDEN // 2, 100):
+        post(driver, 'q', project, *range(start, start + 100))
+    post(driver, 'q', project, 'held')
+    assert bodies(claim(driver, 'q', project, limit=1, ttl=600)[1]) == [
+        'held']
+    driver.queue_controller.set_metadata(
+        'q', {'_retention': {'length': 5}}, project=project)
+    for start in range(HIDDEN // 2, HIDDEN, 100):
+        post(driver, 'q', project, *range(start, start + 100))
+    subscribe(driver, project, A)
+    script_calls.clear()
+    got, _ = page(driver, project, A)
+    assert bodies(got) == ['held'] + list(range(HIDDEN - 5, HIDDEN))
+    assert script_calls['list'] <= 2, script_calls
+    assert sum(script_calls.values()) <= 8, script_calls
+    assert consumer(driver, project, A).lost == 0

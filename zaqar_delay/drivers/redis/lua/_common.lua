@@ -390,6 +390,36 @@ local function visible_from()
   return by_length or by_time
 end
 
+-- {id, position} of the first message after position `after` (nil: from
+-- the start) and before `before` that is not in FREE (under a claim, or
+-- one whose ended claim is not settled yet), or {} when there is none.
+-- FREE is part of MSGS, so the messages held among the first k after
+-- `after` are k minus the free ones up to the k-th: a bisection on that
+-- count reads two indexes a fixed number of times per doubling of the
+-- queue, however many free messages lie in between (a backlog that
+-- retention hides, for a reader that wants claimed messages too).
+local function next_held(after, before)
+  local low = after and '(' .. score(after) or '-inf'
+  local high = '(' .. score(before)
+  local between = redis.call('ZCOUNT', MSGS, low, high)
+  if between == redis.call('ZCOUNT', FREE, low, high) then return {} end
+  local base = after and redis.call('ZCOUNT', MSGS, '-inf', score(after))
+    or 0
+  local function at(k)
+    return redis.call('ZRANGE', MSGS, base + k, base + k, 'WITHSCORES')
+  end
+  local function held_up_to(k)
+    local free = redis.call('ZCOUNT', FREE, low, at(k)[2])
+    return k + 1 - free
+  end
+  local lo, hi = -1, between - 1  -- none held up to lo; one by hi
+  while hi - lo > 1 do
+    local mid = math.floor((lo + hi) / 2)
+    if held_up_to(mid) > 0 then hi = mid else lo = mid end
+  end
+  return at(hi)
+end
+
 -- Whether retention keeps message `m` (as read() returns it).
 local function kept(m)
   if m.claim ~= '' or not retention_on() then return true end
