@@ -550,6 +550,38 @@ local function subscribed(consume_id)
   return sid and redis.call('EXISTS', Q .. ':s:' .. sid) == 1
 end
 
+-- Read-by-all needs the live consumers' count and lowest cursor on every
+-- operation of a queue with consumers_required, so neither may cost a
+-- walk over the consumers (a queue may have thousands: Zaqar does not
+-- bound subscriptions). Three indexes keep them, updated as consumers
+-- change (readers.lua reads them):
+-- CONSUMER_SUBS   consume_id -> its subscription's expiry (ms), for every
+--                 consumer whose subscription was stored
+-- CONSUMER_PINS   consume_id -> cursor (-1 for none), and
+-- CONSUMER_SEEN   consume_id -> last active (ms), both for the subscribed
+--                 consumers that may still pin: idle ones leave them when
+--                 readers.lua meets them, and come back with their next
+--                 page (consumer_update.lua).
+local CONSUMER_SUBS = Q .. ':csubs'
+local CONSUMER_PINS, CONSUMER_SEEN = Q .. ':cpins', Q .. ':cseen'
+
+local function unindex_consumer(consume_id)
+  redis.call('ZREM', CONSUMERS, consume_id)
+  redis.call('ZREM', CONSUMER_SUBS, consume_id)
+  redis.call('ZREM', CONSUMER_PINS, consume_id)
+  redis.call('ZREM', CONSUMER_SEEN, consume_id)
+end
+
+-- File a subscribed consumer as pinning, from its state; false when it
+-- has no state.
+local function pin_consumer(consume_id)
+  local f = redis.call('HMGET', conkey(consume_id), 'c', 'a')
+  if not f[2] then return false end
+  redis.call('ZADD', CONSUMER_PINS, f[1] == '' and -1 or f[1], consume_id)
+  redis.call('ZADD', CONSUMER_SEEN, f[2], consume_id)
+  return true
+end
+
 -- true when the consumer's state may be used; state left by a subscription
 -- that is gone is dropped.
 local function consumer_live(consume_id)
@@ -557,9 +589,9 @@ local function consumer_live(consume_id)
   local registered = redis.call('HGET', conkey(consume_id), 'r')
   if registered and tonumber(registered) <= NOW - CONSUMER_GRACE then
     redis.call('DEL', conkey(consume_id))
-    redis.call('ZREM', CONSUMERS, consume_id)
+    unindex_consumer(consume_id)
   elseif not registered then
-    redis.call('ZREM', CONSUMERS, consume_id)
+    unindex_consumer(consume_id)
   end
   return false
 end

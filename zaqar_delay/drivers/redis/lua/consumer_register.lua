@@ -10,6 +10,7 @@ if redis.call('EXISTS', key) == 1 then
   if subscribed(id) or registered > NOW - CONSUMER_GRACE then return 0 end
 end
 redis.call('DEL', key)
+unindex_consumer(id)
 redis.call('HSET', key, 'c', '', 'h', '', 'l', 0, 'a', NOW, 'r', NOW)
 redis.call('ZADD', CONSUMERS, NOW, id)
 return 1
