@@ -438,3 +438,19 @@ def test_a_claim_costs_the_same_with_5_or_200_consumers(driver, raw,
     # each), or, all of them idle, not at all.
     assert kept == ([2 * 5 + 10, 2 * 200 + 10] if idle else
                     [5 * 2 + 10 - 2, 200 * 2 + 10 - 2])
+
+
+def test_consumers_from_before_the_indexes_are_filed(driver, raw, project):
+    # Consumers registered by an earlier version have state and a
+    # Q:consumers entry only: the first read-by-all files them, and cuts
+    # exactly as it would have.
+    two_readers(driver, project)
+    read_through(driver, project, A, 4)
+    read_through(driver, project, B, 2)
+    prefix = keys.queue_prefix('q', project)
+    raw.delete(*(prefix + suffix for suffix in (
+        ':csubs', ':cpins', ':cseen', ':cindexed', ':readfloor')))
+    assert bodies(listed(driver, 'q', project)) == [2, 3, 4, 5]
+    assert raw.get(prefix + ':cindexed') == b'done'
+    assert driver.message_controller.stats('q', project)['retention'][
+        'consumers'] == {'live': 2, 'idle': 0}

@@ -562,14 +562,18 @@ end
 --                 consumers that may still pin: idle ones leave them when
 --                 readers.lua meets them, and come back with their next
 --                 page (consumer_update.lua).
+-- INDEXED says whether consumers registered before these indexes were
+-- filed (readers.lua); it goes with the last consumer.
 local CONSUMER_SUBS = Q .. ':csubs'
 local CONSUMER_PINS, CONSUMER_SEEN = Q .. ':cpins', Q .. ':cseen'
+local INDEXED = Q .. ':cindexed'
 
 local function unindex_consumer(consume_id)
   redis.call('ZREM', CONSUMERS, consume_id)
   redis.call('ZREM', CONSUMER_SUBS, consume_id)
   redis.call('ZREM', CONSUMER_PINS, consume_id)
   redis.call('ZREM', CONSUMER_SEEN, consume_id)
+  if redis.call('EXISTS', CONSUMERS) == 0 then redis.call('DEL', INDEXED) end
 end
 
 -- File a subscribed consumer as pinning, from its state; false when it

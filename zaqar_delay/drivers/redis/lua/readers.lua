@@ -12,7 +12,6 @@
 -- live consumers, subscribed consumers, lowest live cursor (-1: one has
 -- acknowledged nothing; '' with no live consumer)}.
 local idle_ms, budget = tonumber(ARGV[3]), tonumber(ARGV[4])
-local INDEXED = Q .. ':cindexed'
 local idle_from = NOW - idle_ms        -- active at or before: idle
 
 local function unfinished()
@@ -22,7 +21,7 @@ end
 -- Consumers registered before the indexes: filed once, by ZSCAN (which
 -- returns every member present throughout), a bounded step per call.
 local scan = redis.call('GET', INDEXED)
-if scan ~= 'done' then
+if scan ~= 'done' and redis.call('EXISTS', CONSUMERS) == 1 then
   local step = redis.call('ZSCAN', CONSUMERS, scan or '0', 'COUNT', budget)
   for i = 1, #step[2], 2 do
     local id = step[2][i]
