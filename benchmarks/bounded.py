@@ -1,6 +1,7 @@
 """Bounded work per Redis script: does any queue hold Redis for long?
 
     python -m benchmarks.bounded [--size 100000] [--group 20000]
+        [--consumers 10000] [--consumers-only]
 
 Starts one redis-server and runs three backlogs on our Redis driver, each
 measured while claims (limit 10, then delete) run in this process and gc
@@ -8,7 +9,11 @@ measured while claims (limit 10, then delete) run in this process and gc
 
 * ``due``: ``--size`` delayed messages fall due at once;
 * ``expired``: ``--size`` messages expire at once;
-* ``move``: a ``--group``-message group is moved to another queue.
+* ``move``: a ``--group``-message group is moved to another queue;
+* ``consumers``: claims on a queue with ``consumers_required`` and
+  ``--consumers`` persistent consumers (``cursor:`` subscriptions), half
+  of them gone idle with the lowest cursors, so the first claims also
+  take those out of the read-by-all indexes (issue 19).
 
 Time is moved with the driver's test clock (posting 100,000 messages takes
 longer than any delay we would wait for), so "at once" is exact. Prints,
@@ -36,6 +41,7 @@ import redis as redis_py
 from benchmarks.report import percentile
 from tests import backends
 from tests.servers.redis_server import RedisServer
+from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import scripts
 
@@ -124,7 +130,7 @@ def isolated_steps(driver, queue):
             queue, CLAIM, project=PROJECT, limit=10)),
         ('gc step', lambda: driver.run_script(
             'gc', queue, PROJECT, redis_driver.GC_BATCH,
-            redis_driver.GC_OUTBOX_AGE_MS)),
+            redis_driver.GC_OUTBOX_AGE_MS, driver.deleted_id_memory_ms)),
         ('stats', lambda: driver.message_controller.stats(queue, PROJECT)['messages']),
         ('list', lambda: driver.run_script('list', queue, PROJECT, '', 10,
                                            0, 0, 0, '')),
@@ -191,39 +197,71 @@ def run(args):
         post_many(driver, idle, args.claims * 10)
         results['idle'] = measured(raw, driver, idle, args.claims)
 
-        due = queue(driver, {'_default_message_delay': 60})
-        post_many(driver, due, args.size, delay=60)
-        clock['now'] += 61 * 1000
-        cpu['due'] = cpu_costs(raw, isolated_steps(driver, due))
-        results['due'] = measured(raw, driver, due, args.claims,
-                                  (_gc, server.url, clock['now']))
-
-        expired = queue(driver)
-        post_many(driver, expired, args.size, ttl=60)
-        post_many(driver, expired, args.claims * 10, ttl=3600)
-        clock['now'] += 61 * 1000
-        cpu['expired'] = cpu_costs(raw, isolated_steps(driver, expired))
-        results['expired'] = measured(raw, driver, expired, args.claims,
+        moved = left = None
+        if not args.consumers_only:
+            due = queue(driver, {'_default_message_delay': 60})
+            post_many(driver, due, args.size, delay=60)
+            clock['now'] += 61 * 1000
+            cpu['due'] = cpu_costs(raw, isolated_steps(driver, due))
+            results['due'] = measured(raw, driver, due, args.claims,
                                       (_gc, server.url, clock['now']))
 
-        moving = queue(driver, {'_message_group_key': 'g'})
-        target = queue(driver)
-        post_many(driver, moving, args.group,
-                  body=lambda n: {'g': 'big', 'n': n})
-        post_many(driver, moving, args.claims * 10)
-        cpu['move'] = cpu_costs(raw, [('group_move batch', lambda: (
-            driver.run_script('group_move', moving, PROJECT,
-                              json.dumps('big'), target, 'start')))])
-        first_batch = cpu['move']['group_move batch'][1]
-        results['move'] = measured(raw, driver, moving, args.claims,
-                                   (_finish_move, server.url, clock['now'],
-                                    moving, first_batch))
-        moved = driver.message_controller.stats(target, PROJECT)['messages']['total']
-        left = sum(group['depth'] for group in next(
-            driver.message_controller.list_groups(moving, project=PROJECT)))
+            expired = queue(driver)
+            post_many(driver, expired, args.size, ttl=60)
+            post_many(driver, expired, args.claims * 10, ttl=3600)
+            clock['now'] += 61 * 1000
+            cpu['expired'] = cpu_costs(raw, isolated_steps(driver, expired))
+            results['expired'] = measured(raw, driver, expired, args.claims,
+                                          (_gc, server.url, clock['now']))
+
+            moving = queue(driver, {'_message_group_key': 'g'})
+            target = queue(driver)
+            post_many(driver, moving, args.group,
+                      body=lambda n: {'g': 'big', 'n': n})
+            post_many(driver, moving, args.claims * 10)
+            cpu['move'] = cpu_costs(raw, [('group_move batch', lambda: (
+                driver.run_script('group_move', moving, PROJECT,
+                                  json.dumps('big'), target, 'start')))])
+            first_batch = cpu['move']['group_move batch'][1]
+            results['move'] = measured(raw, driver, moving, args.claims,
+                                       (_finish_move, server.url, clock['now'],
+                                        moving, first_batch))
+            moved = driver.message_controller.stats(target, PROJECT)['messages']['total']
+            left = sum(group['depth'] for group in next(
+                driver.message_controller.list_groups(moving, project=PROJECT)))
+        read_by_all = consumers_queue(driver, clock, args.consumers)
+        # The first calls take the idle half out of the indexes: their
+        # scripts count among the slowest too.
+        raw.slowlog_reset()
+        cpu['consumers'] = cpu_costs(raw, isolated_steps(driver,
+                                                         read_by_all))
+        first = slowest(raw)
+        results['consumers'] = measured(raw, driver, read_by_all,
+                                        args.claims)
+        for name, durations in first.items():
+            results['consumers'][1].setdefault(name, []).extend(durations)
         report(args, results, cpu, moved, left)
     finally:
         server.stop()
+
+
+def consumers_queue(driver, clock, count):
+    """A queue with consumers_required 1 and ``count`` consumers with
+    distinct cursors; the first half (lowest cursors) idle, then messages
+    to claim."""
+    name = queue(driver, {'_retention': {'consumers_required': 1}})
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    for consume_id in ids:
+        driver.subscription_controller.create(
+            name, consumers.PREFIX + consume_id, 10 ** 7, {}, project=PROJECT)
+    idle_ms = driver.message_controller._idle_s * 1000
+    for position, consume_id in enumerate(ids, start=1):
+        if position == count // 2 + 1:
+            clock['now'] += idle_ms + 1000
+        driver.message_controller._consumer_update(
+            name, PROJECT, consume_id, position, position, 0)
+    post_many(driver, name, count + 20000)
+    return name
 
 
 def report(args, results, cpu, moved, left):
@@ -235,7 +273,9 @@ def report(args, results, cpu, moved, left):
     labels = {'idle': 'idle queue',
               'due': '{:,} delayed fall due at once'.format(args.size),
               'expired': '{:,} expire at once'.format(args.size),
-              'move': '{:,}-message group moved'.format(args.group)}
+              'move': '{:,}-message group moved'.format(args.group),
+              'consumers': '{:,} consumers, half idle'.format(
+                  args.consumers)}
     for key, (latencies, seen) in results.items():
         worst, name = max(((max(ms), name) for name, ms in seen.items()),
                           default=(0.0, '-'))
@@ -251,8 +291,10 @@ def report(args, results, cpu, moved, left):
             print('    Redis CPU of one call, ms: ' + ', '.join(
                 '%s %.2f' % (label, ms)
                 for label, (ms, _) in cpu[key].items()))
-    print('group move: %d moved, %d claimed by consumers before it began, '
-          '%d left behind' % (moved, args.group - moved - left, left))
+    if moved is not None:
+        print('group move: %d moved, %d claimed by consumers before it '
+              'began, %d left behind' % (moved, args.group - moved - left,
+                                         left))
 
 
 def main():
@@ -260,6 +302,10 @@ def main():
     parser.add_argument('--size', type=int, default=100000)
     parser.add_argument('--group', type=int, default=20000)
     parser.add_argument('--claims', type=int, default=2000)
+    parser.add_argument('--consumers', type=int, default=10000)
+    parser.add_argument('--consumers-only', action='store_true',
+                        help='run the idle queue and the consumers case '
+                        'alone')
     run(parser.parse_args())
 
 

@@ -135,21 +135,35 @@ class CursorMismatch(errors.InvalidInput):
 def read_through(required, consumers, now_ms, idle_s):
     """The last position every required reader has acknowledged, or None
     when read-by-all removes nothing, given the queue's ``required``
-    (``consumers_required``) and its ``consumers``.
+    (``consumers_required``) and its ``consumers``: see
+    :func:`read_through_of`."""
+    live = [c for c in consumers if not c.is_idle(now_ms, idle_s)]
+    return read_through_of(required, len(live), lowest_cursor(live))
 
-    With P live (not idle) consumers: required None, or P < required: None;
-    P >= required > 0, or required 0 with P > 0: the lowest live cursor
-    (-1 while one of them has acknowledged nothing); required 0 with no
-    live consumer: every message counts as read (``READ_ALL``).
+
+def lowest_cursor(live):
+    """The lowest cursor of ``live`` consumers, -1 while one of them has
+    acknowledged nothing, None when there is none."""
+    return min((-1 if c.cursor is None else c.cursor for c in live),
+               default=None)
+
+
+def read_through_of(required, live, lowest):
+    """read_through from the number of ``live`` (not idle) consumers P and
+    their ``lowest`` cursor (as :func:`lowest_cursor`).
+
+    required None, or P < required: None; P >= required > 0, or required
+    0 with P > 0: the lowest live cursor (-1 while one of them has
+    acknowledged nothing); required 0 with no live consumer: every
+    message counts as read (``READ_ALL``).
     """
     if required is None:
         return None
-    live = [c for c in consumers if not c.is_idle(now_ms, idle_s)]
     if not live:
         return READ_ALL if required == 0 else None
-    if len(live) < required:
+    if live < required:
         return None
-    return min(-1 if c.cursor is None else c.cursor for c in live)
+    return lowest
 
 
 # read_through when every message counts as read.

@@ -92,9 +92,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         the consumers read, so other queues pay nothing)."""
         if kept.consumers_required is None or kept.policy != retention.CLEANUP:
             return kept
-        now_ms, found = self._consumers(queue, project)
-        return dataclasses.replace(kept, read_through=consumers.read_through(
-            kept.consumers_required, found, now_ms, self._idle_s))
+        live, lowest, _ = self._live_readers(queue, project)
+        return dataclasses.replace(kept, read_through=consumers.read_through_of(
+            kept.consumers_required, live, lowest))
 
     @property
     def _idle_s(self):
@@ -244,12 +244,10 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         counts = self._stats(queue, project, kept)
         removed = counts.pop('removed_by_retention')
         report = kept.report(removed)
-        # One small read (a queue has few consumers, one subscription
-        # each); the key only appears on queues that have consumers.
-        now_ms, found = self._consumers(queue, project)
-        if found:
-            idle = sum(c.is_idle(now_ms, self._idle_s) for c in found)
-            report['consumers'] = {'live': len(found) - idle, 'idle': idle}
+        # The key only appears on queues that have consumers.
+        live, _, idle = self._live_readers(queue, project)
+        if live or idle:
+            report['consumers'] = {'live': live, 'idle': idle}
         return {'messages': counts, 'retention': report}
 
     def clean(self, queue, project, batch):
@@ -330,8 +328,18 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def _consumers(self, queue, project):
-        """(store now in ms, every consumers.Consumer of the queue); the
-        number of consumers is small (one subscription each)."""
+        """(store now in ms, every consumers.Consumer of the queue), for
+        the operator's listing; with_readers and stats use _live_readers."""
+
+    def _live_readers(self, queue, project):
+        """(live consumers, their lowest cursor as
+        consumers.lowest_cursor, idle consumers) of the queue. Default:
+        from _consumers; a backend whose queues may have many consumers
+        keeps these in indexes instead."""
+        now_ms, found = self._consumers(queue, project)
+        live = [c for c in found if not c.is_idle(now_ms, self._idle_s)]
+        return (len(live), consumers.lowest_cursor(live),
+                len(found) - len(live))
 
     @abc.abstractmethod
     def _consumer_register(self, queue, project, consume_id):

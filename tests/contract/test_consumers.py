@@ -371,6 +371,40 @@ def test_a_delayed_message_is_never_skipped(driver, make_queue, project,
     assert reader.state().lost == 0
 
 
+def test_a_retried_post_loses_nothing(driver, make_queue, project,
+                                      monkeypatch, backend_name, request):
+    # A post whose reply is lost runs again with the same ids (the
+    # store call twice): the copy is skipped and must leave no position a
+    # persistent consumer counts as lost.
+    if backend_name == 'mongodb':
+        # Issue 19: MongoDB reserves the positions before the insert finds
+        # the ids stored; left to the MongoDB driver's owners.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason='MongoDB counts a retried post as lost'))
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    post(driver, queue, project, 'a', 'b')
+    store = driver.message_controller._insert
+
+    def stored_twice(*args):
+        store(*args)
+        store(*args)
+
+    monkeypatch.setattr(driver.message_controller, '_insert', stored_twice)
+    post(driver, queue, project, 'c', 'd')
+    monkeypatch.undo()
+    post(driver, queue, project, 'e', 'f')
+    # Pages of two: the next page begins right after the retried post.
+    got, marker = reader.page(limit=2)
+    while True:
+        more, marker = reader.page(marker, limit=2)
+        if not more:
+            break
+        got += more
+    assert got == ['a', 'b', 'c', 'd', 'e', 'f']
+    assert reader.state().lost == 0
+
+
 def test_a_page_stops_before_a_post_still_storing(driver, make_queue,
                                                   project, monkeypatch):
     # A backend whose posts take positions before storing (MongoDB)

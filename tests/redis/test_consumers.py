@@ -345,3 +345,112 @@ def test_the_cursor_survives_a_redis_restart(project):
         driver.close()
     finally:
         server.stop()
+
+
+# -- a page behind a hidden backlog ------------------------------------------
+
+HIDDEN = 20000
+
+
+@pytest.fixture
+def script_calls(driver, monkeypatch):
+    """{script name: calls} of every queue script the driver runs."""
+    original, counted = driver.scripts.run, {}
+
+    def counting(name, *args, **kwargs):
+        counted[name] = counted.get(name, 0) + 1
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(driver.scripts, 'run', counting)
+    return counted
+
+
+def test_a_page_behind_a_hidden_backlog_starts_at_the_cutoff(
+        driver, project, script_calls):
+    # Retention keeps the newest five free messages; a new consumer's
+    # first page holds them and the claimed message in the middle of what
+    # retention hides, and reads nothing else: a fixed number of script
+    # calls, not one per hundred hidden messages.
+    make_queue(driver, project, length=1)
+    for start in range(0, HIDDEN // 2, 100):
+        post(driver, 'q', project, *range(start, start + 100))
+    post(driver, 'q', project, 'held')
+    assert bodies(claim(driver, 'q', project, limit=1, ttl=600)[1]) == [
+        'held']
+    driver.queue_controller.set_metadata(
+        'q', {'_retention': {'length': 5}}, project=project)
+    for start in range(HIDDEN // 2, HIDDEN, 100):
+        post(driver, 'q', project, *range(start, start + 100))
+    subscribe(driver, project, A)
+    script_calls.clear()
+    got, _ = page(driver, project, A)
+    assert bodies(got) == ['held'] + list(range(HIDDEN - 5, HIDDEN))
+    assert script_calls['list'] <= 2, script_calls
+    assert sum(script_calls.values()) <= 8, script_calls
+    assert consumer(driver, project, A).lost == 0
+
+
+# -- read-by-all does not walk the consumers ---------------------------------
+
+def commands_run(raw, run):
+    """Commands Redis ran for ``run()`` (inside scripts too)."""
+    raw.config_resetstat()
+    run()
+    stats = raw.info('commandstats')
+    return sum(stat['calls'] for name, stat in stats.items()
+               if name not in ('cmdstat_info', 'cmdstat_config'))
+
+
+@pytest.mark.parametrize('idle', [False, True])
+def test_a_claim_costs_the_same_with_5_or_200_consumers(driver, raw,
+                                                        project, clock,
+                                                        idle):
+    # Read-by-all's count and lowest cursor come from indexes: a claim on
+    # a queue with consumers_required runs as many commands whatever the
+    # number of consumers, live or (once met) idle.
+    driver.conf.set_override('consumer_idle_time', 10, group='retention')
+    costs, kept = [], []
+    for n, queue in ((5, 'few'), (200, 'many')):
+        driver.queue_controller.create(queue, project=project, metadata={
+            '_retention': {'consumers_required': 1}})
+        post(driver, queue, project, *range(2 * n + 10))
+        for k in range(n):
+            consume_id = str(uuid.uuid4())
+            driver.subscription_controller.create(
+                queue, consumers.PREFIX + consume_id, 3600, {},
+                project=project)
+            pages = driver.message_controller.list(
+                queue, project=project, limit=2, client_uuid=consume_id)
+            next(pages)
+            # Each acknowledges the first two messages.
+            next(driver.message_controller.list(
+                queue, project=project, limit=1, marker=next(pages),
+                client_uuid=consume_id))
+        if idle:
+            clock.advance(11)
+        claim(driver, queue, project, limit=1)
+        costs.append(commands_run(
+            raw, lambda: claim(driver, queue, project, limit=1)))
+        kept.append(len(listed(driver, queue, project,
+                               include_claimed=True)))
+    assert costs[0] == costs[1], costs
+    # Read-by-all still cut at the slowest live consumer (two messages
+    # each), or, all of them idle, not at all.
+    assert kept == ([2 * 5 + 10, 2 * 200 + 10] if idle else
+                    [5 * 2 + 10 - 2, 200 * 2 + 10 - 2])
+
+
+def test_consumers_from_before_the_indexes_are_filed(driver, raw, project):
+    # Consumers registered by an earlier version have state and a
+    # Q:consumers entry only: the first read-by-all files them, and cuts
+    # exactly as it would have.
+    two_readers(driver, project)
+    read_through(driver, project, A, 4)
+    read_through(driver, project, B, 2)
+    prefix = keys.queue_prefix('q', project)
+    raw.delete(*(prefix + suffix for suffix in (
+        ':csubs', ':cpins', ':cseen', ':cindexed', ':readfloor')))
+    assert bodies(listed(driver, 'q', project)) == [2, 3, 4, 5]
+    assert raw.get(prefix + ':cindexed') == b'done'
+    assert driver.message_controller.stats('q', project)['retention'][
+        'consumers'] == {'live': 2, 'idle': 0}

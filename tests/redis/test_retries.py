@@ -9,12 +9,14 @@ in between, as another consumer's work would.
 """
 
 import logging
+import uuid
 
 import pytest
 import redis as redis_py
 
 from tests.contract.helpers import claim, listed, post
 from tests.factories import redis as factories_redis
+from zaqar_delay import consumers
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
@@ -344,3 +346,31 @@ def test_a_retry_span_reaching_the_shortest_ttl_is_warned(
     assert slow.retry_span_ms == 61400
     assert any('reaches Zaqar\'s shortest message ttl (60 s)'
                in record.getMessage() for record in caplog.records)
+
+
+def test_a_retried_post_costs_a_persistent_consumer_nothing(
+        driver, project, lose_next_reply):
+    # The retry finds the ids stored and skips them; it takes no position
+    # for them, so the consumer that reads all six has lost nothing.
+    driver.queue_controller.create('q', project=project)
+    consume_id = uuid.uuid4()
+    driver.subscription_controller.create(
+        'q', consumers.PREFIX + str(consume_id), 3600, {}, project=project)
+    post(driver, 'q', project, 'a', 'b')
+    lose_next_reply()
+    post(driver, 'q', project, 'c', 'd')
+    post(driver, 'q', project, 'e', 'f')
+    read, marker = [], None
+    while True:
+        pages = driver.message_controller.list(
+            'q', project=project, marker=marker, client_uuid=consume_id,
+            limit=2)
+        got = [m['body'] for m in next(pages)]
+        marker = next(pages)
+        if not got:
+            break
+        read += got
+    assert read == ['a', 'b', 'c', 'd', 'e', 'f']
+    state = driver.message_controller._consumer('q', project,
+                                                str(consume_id))[1]
+    assert state.lost == 0

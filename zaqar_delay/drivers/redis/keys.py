@@ -63,6 +63,14 @@ key                type    holds
                            persistent consumer, gone for good
 ``Q:consumers``    zset    persistent consumer ids (consume_id), scored by
                            registration time (ms)
+``Q:csubs``        zset    consume_ids whose ``cursor:`` subscription was
+                           stored, scored by its expiry (ms)
+``Q:cpins``        zset    subscribed consumers that may pin read-by-all,
+                           scored by cursor (-1: none); idle ones leave it
+                           when met, and come back with their next page
+``Q:cseen``        zset    the same consumers, scored by last active (ms)
+``Q:cindexed``     string  ``done`` once consumers registered before the
+                           three indexes above were filed
 ``Q:cons:<cid>``   hash    one persistent consumer: ``c`` cursor, ``h`` last
                            position handed (both '' for none), ``l`` lost,
                            ``a`` last active (ms), ``r`` registered (ms)

@@ -19,6 +19,11 @@ PURGE_BATCH = 100
 # tuples_per_iteration (1000 by default) is several calls, so no one call
 # keeps Redis from other tenants longer than any other script.
 CLEAN_SCRIPT_BATCH = 100
+# Consumers readers.lua takes out of its indexes per call at most (idle
+# ones, expired subscriptions, ones registered before the indexes).
+READERS_BATCH = 100
+# Consumers listed per consumers.lua call.
+CONSUMERS_PAGE = 100
 
 _DELETE_ERRORS = {
     1: storage_errors.MessageNotClaimed,
@@ -129,19 +134,42 @@ class MessageController(controller.MessageController):
     # -- persistent consumers (lua/consumer*.lua, count_after.lua) ----------
 
     def _consumer(self, queue, project, consume_id):
-        now, found = self._consumers_of(queue, project, consume_id)
+        now, found, _ = self._consumers_of(queue, project, consume_id)
         return now, (found[0] if found else None)
 
     def _consumers(self, queue, project):
-        return self._consumers_of(queue, project, '')
+        # In pages (one script call each stays short however many
+        # consumers the queue has); for the operator's listing and tests.
+        every, rank = [], 0
+        while True:
+            now, found, rank = self._consumers_of(queue, project, '', rank)
+            every += found
+            if rank is None:
+                return now, every
 
-    def _consumers_of(self, queue, project, consume_id):
-        now, flat = self._run('consumers', queue, project, consume_id)
+    def _consumers_of(self, queue, project, consume_id, rank=0):
+        now, flat, next_rank = self._run('consumers', queue, project,
+                                         consume_id, rank, CONSUMERS_PAGE)
         return now, [consumers.Consumer(
             consume_id=wire.text(flat[i]), cursor=_position(flat[i + 1]),
             handed=_position(flat[i + 2]), lost=int(flat[i + 3]),
             last_active_ms=int(flat[i + 4]))
-            for i in range(0, len(flat), 5)]
+            for i in range(0, len(flat), 5)], _position(next_rank)
+
+    def _live_readers(self, queue, project):
+        # From indexes, a few reads however many consumers (readers.lua);
+        # a call that reached its bound of consumers to take out of them
+        # is made again.
+        while True:
+            _, done, live, subscribed, lowest = self._run(
+                'readers', queue, project, self._idle_s * 1000,
+                READERS_BATCH)
+            if done:
+                return live, _position(lowest), subscribed - live
+
+    def _consumer_subscribed(self, queue, project, consume_id, expires_ms):
+        self._run('consumer_subscribed', queue, project, consume_id,
+                  expires_ms)
 
     def _consumer_register(self, queue, project, consume_id):
         self._run('consumer_register', queue, project, consume_id)

@@ -114,7 +114,16 @@ class SubscriptionController(storage.Subscription):
                 subscription_id)})
 
         self.driver.pipelined(write)
+        self._subscribed(queue, project, subscriber, now + ttl)
         return subscription_id
+
+    def _subscribed(self, queue, project, subscriber, expires):
+        """A ``cursor:`` subscription was stored until ``expires`` (s):
+        its consumer counts for read-by-all from now on."""
+        consume_id = consumers.consume_id_of(subscriber)
+        if consume_id is not None:
+            self.driver.message_controller._consumer_subscribed(
+                queue, project, consume_id, expires * 1000)
 
     def update(self, queue, subscription_id, project=None, **kwargs):
         current = self.get(queue, subscription_id, project)
@@ -146,6 +155,12 @@ class SubscriptionController(storage.Subscription):
                 pipe.expire(key, ttl)
 
         self.driver.pipelined(write)
+        if moved or ttl is not None:
+            now = int(time.time())
+            expires = (now + ttl if ttl is not None else
+                       now - current['age'] + current['ttl'])
+            self._subscribed(queue, project, fields.get(
+                'u', current['subscriber']), expires)
         if moved:
             self.driver.message_controller.forget_consumer(
                 queue, project, current['subscriber'])

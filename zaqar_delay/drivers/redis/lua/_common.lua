@@ -390,6 +390,36 @@ local function visible_from()
   return by_length or by_time
 end
 
+-- {id, position} of the first message after position `after` (nil: from
+-- the start) and before `before` that is not in FREE (under a claim, or
+-- one whose ended claim is not settled yet), or {} when there is none.
+-- FREE is part of MSGS, so the messages held among the first k after
+-- `after` are k minus the free ones up to the k-th: a bisection on that
+-- count reads two indexes a fixed number of times per doubling of the
+-- queue, however many free messages lie in between (a backlog that
+-- retention hides, for a reader that wants claimed messages too).
+local function next_held(after, before)
+  local low = after and '(' .. score(after) or '-inf'
+  local high = '(' .. score(before)
+  local between = redis.call('ZCOUNT', MSGS, low, high)
+  if between == redis.call('ZCOUNT', FREE, low, high) then return {} end
+  local base = after and redis.call('ZCOUNT', MSGS, '-inf', score(after))
+    or 0
+  local function at(k)
+    return redis.call('ZRANGE', MSGS, base + k, base + k, 'WITHSCORES')
+  end
+  local function held_up_to(k)
+    local free = redis.call('ZCOUNT', FREE, low, at(k)[2])
+    return k + 1 - free
+  end
+  local lo, hi = -1, between - 1  -- none held up to lo; one by hi
+  while hi - lo > 1 do
+    local mid = math.floor((lo + hi) / 2)
+    if held_up_to(mid) > 0 then hi = mid else lo = mid end
+  end
+  return at(hi)
+end
+
 -- Whether retention keeps message `m` (as read() returns it).
 local function kept(m)
   if m.claim ~= '' or not retention_on() then return true end
@@ -520,6 +550,42 @@ local function subscribed(consume_id)
   return sid and redis.call('EXISTS', Q .. ':s:' .. sid) == 1
 end
 
+-- Read-by-all needs the live consumers' count and lowest cursor on every
+-- operation of a queue with consumers_required, so neither may cost a
+-- walk over the consumers (a queue may have thousands: Zaqar does not
+-- bound subscriptions). Three indexes keep them, updated as consumers
+-- change (readers.lua reads them):
+-- CONSUMER_SUBS   consume_id -> its subscription's expiry (ms), for every
+--                 consumer whose subscription was stored
+-- CONSUMER_PINS   consume_id -> cursor (-1 for none), and
+-- CONSUMER_SEEN   consume_id -> last active (ms), both for the subscribed
+--                 consumers that may still pin: idle ones leave them when
+--                 readers.lua meets them, and come back with their next
+--                 page (consumer_update.lua).
+-- INDEXED says whether consumers registered before these indexes were
+-- filed (readers.lua); it goes with the last consumer.
+local CONSUMER_SUBS = Q .. ':csubs'
+local CONSUMER_PINS, CONSUMER_SEEN = Q .. ':cpins', Q .. ':cseen'
+local INDEXED = Q .. ':cindexed'
+
+local function unindex_consumer(consume_id)
+  redis.call('ZREM', CONSUMERS, consume_id)
+  redis.call('ZREM', CONSUMER_SUBS, consume_id)
+  redis.call('ZREM', CONSUMER_PINS, consume_id)
+  redis.call('ZREM', CONSUMER_SEEN, consume_id)
+  if redis.call('EXISTS', CONSUMERS) == 0 then redis.call('DEL', INDEXED) end
+end
+
+-- File a subscribed consumer as pinning, from its state; false when it
+-- has no state.
+local function pin_consumer(consume_id)
+  local f = redis.call('HMGET', conkey(consume_id), 'c', 'a')
+  if not f[2] then return false end
+  redis.call('ZADD', CONSUMER_PINS, f[1] == '' and -1 or f[1], consume_id)
+  redis.call('ZADD', CONSUMER_SEEN, f[2], consume_id)
+  return true
+end
+
 -- true when the consumer's state may be used; state left by a subscription
 -- that is gone is dropped.
 local function consumer_live(consume_id)
@@ -527,9 +593,9 @@ local function consumer_live(consume_id)
   local registered = redis.call('HGET', conkey(consume_id), 'r')
   if registered and tonumber(registered) <= NOW - CONSUMER_GRACE then
     redis.call('DEL', conkey(consume_id))
-    redis.call('ZREM', CONSUMERS, consume_id)
+    unindex_consumer(consume_id)
   elseif not registered then
-    redis.call('ZREM', CONSUMERS, consume_id)
+    unindex_consumer(consume_id)
   end
   return false
 end

@@ -1,5 +1,5 @@
 -- Remove persistent consumer ARGV[3] (its subscription was deleted);
 -- unknown ones are ignored.
 redis.call('DEL', conkey(ARGV[3]))
-redis.call('ZREM', CONSUMERS, ARGV[3])
+unindex_consumer(ARGV[3])
 return 0

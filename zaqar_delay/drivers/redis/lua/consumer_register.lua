@@ -10,6 +10,11 @@ if redis.call('EXISTS', key) == 1 then
   if subscribed(id) or registered > NOW - CONSUMER_GRACE then return 0 end
 end
 redis.call('DEL', key)
+unindex_consumer(id)
+-- The queue's first consumer: none from before the indexes to file.
+if redis.call('EXISTS', CONSUMERS) == 0 then
+  redis.call('SET', INDEXED, 'done')
+end
 redis.call('HSET', key, 'c', '', 'h', '', 'l', 0, 'a', NOW, 'r', NOW)
 redis.call('ZADD', CONSUMERS, NOW, id)
 return 1

@@ -5,7 +5,8 @@
 -- ARGV[6] positions skipped before the page (lost)
 -- lost is added only when the page moves "handed" forward: a retried call
 -- (same page) or the same page read again counts its skipped positions
--- once. A consumer forgotten meanwhile stays forgotten.
+-- once. A consumer forgotten meanwhile stays forgotten. A subscribed one
+-- is filed as pinning again, with its cursor (see CONSUMER_PINS).
 -- Returns 1, or 0 for an unknown consumer.
 local key = conkey(ARGV[3])
 local f = redis.call('HMGET', key, 'c', 'h')
@@ -19,4 +20,5 @@ if handed ~= '' and (f[2] == '' or tonumber(handed) > tonumber(f[2])) then
   redis.call('HINCRBY', key, 'l', tonumber(ARGV[6]))
 end
 redis.call('HSET', key, 'a', NOW)
+if redis.call('ZSCORE', CONSUMER_SUBS, ARGV[3]) then pin_consumer(ARGV[3]) end
 return 1

@@ -4,10 +4,12 @@
 -- ARGV[5] include claimed 1/0                  ARGV[8] client UUID
 -- ARGV[9] retention time (ms, 0: none)         ARGV[10] length (0: none)
 -- ARGV[11] read-by-all cut ('' none, -1: nothing read by all yet)
--- Messages retention no longer keeps are left out; without claimed
--- messages wanted, the page starts where kept messages may start
--- (everything free before that position is not kept), so a backlog that
--- retention hides is not read.
+-- Messages retention no longer keeps are left out, and a backlog that
+-- retention hides is not read: everything free before the position where
+-- kept messages may start is not kept, so the page starts there, and
+-- when claimed messages are wanted (a persistent consumer's page) the
+-- claimed ones before it, which are kept, are found one by one by
+-- bisection (next_held), a few index reads each.
 -- With neither claimed nor delayed messages wanted, no groups (whose
 -- blocked members are listed too but are not in avail) and nothing left
 -- to settle (due messages or ended claims beyond this call's settling
@@ -33,28 +35,40 @@ if not with_claimed and not with_delayed then
   end
 end
 
-local from = '-inf'
-if marker ~= '' then from = '(' .. marker end
-local kept_from = not with_claimed and visible_from()
-if kept_from and (marker == '' or tonumber(marker) < kept_from) then
-  from = score(kept_from)
+-- Messages are read after position `after` (nil: from the start); below
+-- `hidden_to` only the claimed ones.
+local after = marker ~= '' and tonumber(marker) or nil
+local hidden_to
+local kept_from = visible_from()
+if kept_from and (after == nil or after < kept_from) then
+  if with_claimed then hidden_to = kept_from else after = kept_from - 1 end
 end
 local out, count, last, chunk = {}, 0, '', limit
 local scanned, resume = 0, ''
 
 while count < limit do
   if scanned >= BATCH then
-    resume = string.sub(from, 2)
+    resume = score(after)
     break
   end
-  local page = redis.call('ZRANGEBYSCORE', source, from, '+inf',
-                          'WITHSCORES', 'LIMIT', 0,
-                          math.min(chunk, BATCH - scanned))
+  local page = {}
+  if hidden_to then
+    page = next_held(after, hidden_to)
+    if #page == 0 then after, hidden_to = hidden_to - 1, nil end
+  end
+  if not hidden_to then
+    if after == math.huge then break end
+    page = redis.call('ZRANGEBYSCORE', source,
+                      after and '(' .. score(after) or '-inf', '+inf',
+                      'WITHSCORES', 'LIMIT', 0,
+                      math.min(chunk, BATCH - scanned))
+    chunk = math.min(chunk * 2, 1000)
+  end
   if #page == 0 then break end
   scanned = scanned + #page / 2
   for i = 1, #page, 2 do
     local id, pos = page[i], page[i + 1]
-    from = '(' .. pos
+    after = tonumber(pos)
     local m = read(id)
     local wanted = m ~= nil
       and (with_delayed or m.due <= NOW)
@@ -68,6 +82,5 @@ while count < limit do
       if count == limit then break end
     end
   end
-  chunk = math.min(chunk * 2, 1000)
 end
 return {NOW, last, out, resume}

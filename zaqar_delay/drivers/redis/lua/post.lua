@@ -7,37 +7,45 @@
 -- A grouped message is filed for claiming only if it heads its group.
 -- An id that already exists, or that a consumer deleted lately (bury in
 -- _common.lua), is skipped, so neither a retried post nor a repeated
--- outbox copy can duplicate or resurrect a message (its position is then
--- left unused: positions only need to increase).
+-- outbox copy can duplicate or resurrect a message; a skipped id takes no
+-- position, so every position handed out holds a message a persistent
+-- consumer could read, and a gap before its next page is a message that
+-- went (its `lost`), never a retry.
 -- Returns {NOW, 1 if the queue held no message and no outbox entry
 -- before this call else 0} (the caller then registers the queue again).
 local was_empty = redis.call('EXISTS', MSGS, OUTBOX) == 0 and 1 or 0
-local count = (#ARGV - 3) / 7
-local pos = redis.call('INCRBY', SEQ, count) - count
+local stored, seen = {}, {}
 for i = 4, #ARGV, 7 do
+  local id = ARGV[i]
+  if not seen[id] and redis.call('EXISTS', mkey(id)) == 0
+      and not redis.call('ZSCORE', DELETED, id) then
+    stored[#stored + 1] = i
+    seen[id] = true
+  end
+end
+if #stored == 0 then return {NOW, was_empty} end
+local pos = redis.call('INCRBY', SEQ, #stored) - #stored
+for _, i in ipairs(stored) do
   local id = ARGV[i]
   local key = mkey(id)
   pos = pos + 1
-  if redis.call('EXISTS', key) == 0
-      and not redis.call('ZSCORE', DELETED, id) then
-    local created = NOW - tonumber(ARGV[i + 6])
-    local expires = created + tonumber(ARGV[i + 1]) * 1000
-    local due = created + tonumber(ARGV[i + 2]) * 1000
-    local group = ARGV[i + 4]
-    redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', created,
-               'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
-    if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'cs', ARGV[i + 5]) end
-    redis.call('ZADD', MSGS, pos, id)
-    redis.call('ZADD', FREE, pos, id)
-    redis.call('ZADD', EXPIRY, expires, id)
-    if group == '' then
-      place(id, due, pos)
-    else
-      redis.call('HSET', key, 'g', group)
-      redis.call('ZADD', GROUPS, 0, group)
-      redis.call('ZADD', gkey(group), pos, id)
-      if redis.call('ZCARD', gkey(group)) == 1 then place(id, due, pos) end
-    end
+  local created = NOW - tonumber(ARGV[i + 6])
+  local expires = created + tonumber(ARGV[i + 1]) * 1000
+  local due = created + tonumber(ARGV[i + 2]) * 1000
+  local group = ARGV[i + 4]
+  redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', created,
+             'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
+  if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'cs', ARGV[i + 5]) end
+  redis.call('ZADD', MSGS, pos, id)
+  redis.call('ZADD', FREE, pos, id)
+  redis.call('ZADD', EXPIRY, expires, id)
+  if group == '' then
+    place(id, due, pos)
+  else
+    redis.call('HSET', key, 'g', group)
+    redis.call('ZADD', GROUPS, 0, group)
+    redis.call('ZADD', gkey(group), pos, id)
+    if redis.call('ZCARD', gkey(group)) == 1 then place(id, due, pos) end
   end
 end
 return {NOW, was_empty}

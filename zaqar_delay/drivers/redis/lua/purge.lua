@@ -36,6 +36,9 @@ if n == 0 then
   -- (few, one subscription each) start afresh.
   for _, cid in ipairs(redis.call('ZRANGE', CONSUMERS, 0, -1)) do
     redis.call('HSET', conkey(cid), 'c', '', 'h', '')
+    if redis.call('ZSCORE', CONSUMER_PINS, cid) then
+      redis.call('ZADD', CONSUMER_PINS, -1, cid)
+    end
   end
 end
 return n
