@@ -38,14 +38,21 @@ def pytest_collection_modifyitems(items):
                 item.nodeid.split('::')[0]))
 
 
-@pytest.fixture(scope='session')
-def redis_url():
+def own_redis_server():
+    """A redis-server of the caller's own, for a fixture to ``yield
+    from``: stopped by its PID when the fixture ends."""
     try:
         server = redis_server.RedisServer().start()
     except redis_server.RedisUnavailable as exc:
         unavailable(str(exc))
-    yield server.url
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope='session')
+def redis_url():
+    for server in own_redis_server():
+        yield server.url
 
 
 @pytest.fixture(scope='session')

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from tests import backends
+from tests import conftest as shared
 from tests.contract.helpers import bodies, listed, post
-from tests.servers import redis_server
 from tests.servers import zaqar_server
 from zaqar_delay import driver as zd_driver
 from zaqar_delay import errors
@@ -163,12 +163,7 @@ def test_verbose_prints_each_pass_with_counts_and_rate(run, capsys):
 def own_redis():
     """A Redis server of this test alone: gc visits every queue of its
     store, and the counts below must be this test's only."""
-    try:
-        server = redis_server.RedisServer().start()
-    except redis_server.RedisUnavailable as exc:
-        pytest.skip(str(exc))
-    yield server
-    server.stop()
+    yield from shared.own_redis_server()
 
 
 def redis_store(redis_url, directory, kept, request):

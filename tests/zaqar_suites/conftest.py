@@ -25,18 +25,13 @@ import swiftclient  # noqa: E402
 from zaqar import tests as zaqar_tests  # noqa: E402
 
 from tests import conftest as shared  # noqa: E402
-from tests.servers import redis_server  # noqa: E402
 from tests.servers import zaqar_server  # noqa: E402
 
 
 @pytest.fixture(scope='session')
 def redis_url():
-    try:
-        server = redis_server.RedisServer().start()
-    except redis_server.RedisUnavailable as exc:
-        shared.unavailable(str(exc))
-    yield server.url
-    server.stop()
+    for server in shared.own_redis_server():
+        yield server.url
 
 
 @pytest.fixture(scope='session')
