@@ -15,6 +15,7 @@ from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
+from zaqar_delay import errors
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import retention as retention_options
 
@@ -156,9 +157,12 @@ class DataDriver(storage.DataDriverBase):
         self._gc_pass = result
         try:
             for name, settle in queues:
+                self.gc_heartbeat()
                 result.queues += 1
                 try:
                     result.expired += settle()
+                except errors.GcPassRunning:
+                    raise
                 except Exception as exc:
                     if (isinstance(exc, storage_errors.ConnectionError)
                             and not self.is_alive()):
@@ -171,6 +175,12 @@ class DataDriver(storage.DataDriverBase):
         if result.skipped:
             LOG.warning('gc skipped %d queues this pass', result.skipped)
         return result
+
+    def gc_heartbeat(self):
+        """Called by a gc pass before each queue and each retention batch:
+        a store whose passes must not overlap (Swift: a lease) checks here
+        that this pass still holds it, raising errors.GcPassRunning if
+        not."""
 
     def clean_queue(self, queue, project):
         """Remove what retention no longer keeps from one queue, in
@@ -188,6 +198,7 @@ class DataDriver(storage.DataDriverBase):
                 # Per batch, so a queue that fails half way still reports
                 # what it removed.
                 self._gc_pass.retention += count
+                self.gc_heartbeat()
             if not more:
                 return removed
             if self.retention_conf.iteration_delay:

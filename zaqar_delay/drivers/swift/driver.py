@@ -17,6 +17,7 @@ from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import drafts
+from zaqar_delay.drivers.swift import gc_lease
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
@@ -50,6 +51,7 @@ class DataDriver(base.DataDriver):
     def __init__(self, conf, cache, control_driver):
         super().__init__(conf, cache, control_driver)
         self._clock = None
+        self._gc_lease = None
 
     @decorators.lazy_property(write=False)
     def store(self):
@@ -85,15 +87,26 @@ class DataDriver(base.DataDriver):
         remove drafts of posts cut short, repair groups left without a
         filed head, delete the locks of removed messages, then remove
         what retention no longer keeps (clean_queue). A queue where none
-        of that can be due gets a light pass (summary.py). Safe on several
-        hosts at once: each step is idempotent or a conditional create."""
-        dropped = self.gc_each(
-            ('queue container {!r}'.format(container),
-             functools.partial(self._gc_and_clean, container))
-            for container in self.store.containers(
-                names.container_prefix(names.MESSAGES)))
+        of that can be due gets a light pass (summary.py). One pass at a
+        time per Swift account (gc_lease.py): a pass that finds another
+        one running raises errors.GcPassRunning and does nothing."""
+        self._gc_lease = gc_lease.GcLease(self.store)
+        self._gc_lease.acquire()
+        try:
+            dropped = self.gc_each(
+                ('queue container {!r}'.format(container),
+                 functools.partial(self._gc_and_clean, container))
+                for container in self.store.containers(
+                    names.container_prefix(names.MESSAGES)))
+        finally:
+            self._gc_lease.release()
+            self._gc_lease = None
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
+
+    def gc_heartbeat(self):
+        if self._gc_lease is not None:
+            self._gc_lease.keep()
 
     def _gc_and_clean(self, container):
         dropped = self._gc_queue(container)
