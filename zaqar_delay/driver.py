@@ -15,6 +15,7 @@ from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
+from zaqar_delay import errors
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import retention as retention_options
 
@@ -145,6 +146,13 @@ class DataDriver(storage.DataDriverBase):
         of (each backend's own index of queues: no work per message)."""
         raise NotImplementedError
 
+    def exclusive_gc(self):
+        """One gc pass for zaqar-delay-gc, which reports
+        errors.GcPassRunning (a backend that lets one pass run at a time
+        raises it when another host holds the pass); Zaqar's ``gc()`` hook
+        never raises it. Default: ``gc()``."""
+        return self.gc()
+
     def gc_each(self, queues):
         """Run ``settle()`` for each ``(name, settle)`` of ``queues``,
         isolated: a queue that fails is logged with its name and the reason
@@ -161,9 +169,12 @@ class DataDriver(storage.DataDriverBase):
         self._gc_pass = result
         try:
             for name, settle in queues:
+                self.gc_heartbeat()
                 result.queues += 1
                 try:
                     result.expired += settle()
+                except errors.GcPassRunning:
+                    raise
                 except Exception as exc:
                     if (isinstance(exc, storage_errors.ConnectionError)
                             and not self.is_alive()):
@@ -176,6 +187,12 @@ class DataDriver(storage.DataDriverBase):
         if result.skipped:
             LOG.warning('gc skipped %d queues this pass', result.skipped)
         return result
+
+    def gc_heartbeat(self):
+        """Called by a gc pass before each queue and each retention batch:
+        a store whose passes must not overlap (Swift: a lease) checks here
+        that this pass still holds it, raising errors.GcPassRunning if
+        not."""
 
     def clean_queue(self, queue, project):
         """Remove what retention no longer keeps from one queue, in
@@ -193,6 +210,7 @@ class DataDriver(storage.DataDriverBase):
                 # Per batch, so a queue that fails half way still reports
                 # what it removed.
                 self._gc_pass.retention += count
+                self.gc_heartbeat()
             if not more:
                 return removed
             if self.retention_conf.iteration_delay:

@@ -54,3 +54,11 @@ class GroupMoving(storage_errors.Conflict):
 
     msg_format = ('Group {group} of queue {queue} is being moved to '
                   '{target}; retry once that move is done')
+
+
+class GcPassRunning(storage_errors.ExceptionBase):
+    """Another ``zaqar-delay-gc`` pass holds the store's gc lease: this one
+    did nothing (or stopped between two queues when its lease was taken)."""
+
+    def __init__(self, message):
+        Exception.__init__(self, message)

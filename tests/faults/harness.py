@@ -10,6 +10,7 @@ faults (finishing moves that killed nodes left half done), and checks the
 whole history (history.check).
 """
 
+import json
 import multiprocessing
 import os
 import random
@@ -21,6 +22,8 @@ from tests.faults import workers
 
 # Seconds a worker gets to finish its call once told to stop.
 STOP_TIMEOUT = 60
+# Seconds the workers get to begin their first calls before faults start.
+WORKER_START_TIMEOUT = 120
 DRAIN_CLAIM_TTL = 60
 # Longer than the longest delay plus a workers' claim ttl plus a gc pass.
 STUCK_AFTER = 20
@@ -47,6 +50,7 @@ class HistoryRun:
         self.gc_patches = gc_patches
         self._ctx = multiprocessing.get_context('spawn')
         self._workers = {}
+        self._logs = {}
         self._generation = 0
         self._fault_log = history.Recorder(
             os.path.join(workdir, 'faults.jsonl'), 'faults')
@@ -69,6 +73,7 @@ class HistoryRun:
         process = self._ctx.Process(target=target, args=args, daemon=True)
         process.start()
         self._workers[(role, index)] = process
+        self._logs[(role, index)] = log
 
     def kill_consumer(self):
         """SIGKILL a claiming consumer and start a new one in its place.
@@ -91,6 +96,7 @@ class HistoryRun:
         for role, count in self.counts.items():
             for index in range(count):
                 self._start(role, index)
+        self._wait_for_first_calls()
         # Faults run in this (the main) thread: servers restarted from a
         # thread that ends would get its PR_SET_PDEATHSIG (swift_server).
         self._inject(time.monotonic() + self.duration)
@@ -113,6 +119,19 @@ class HistoryRun:
         for kind, name in queues.items():
             driver.queue_controller.create(name, metadata=metadata[kind],
                                            project=project)
+
+    def _wait_for_first_calls(self):
+        """Until every worker has begun its first call: a spawned worker
+        imports Zaqar first, which takes seconds on a loaded machine, and
+        faults injected meanwhile would hit no call at all."""
+        deadline = time.monotonic() + WORKER_START_TIMEOUT
+        waiting = dict(self._logs)
+        while waiting and time.monotonic() < deadline:
+            for slot, log in list(waiting.items()):
+                if (not self._workers[slot].is_alive()
+                        or os.path.exists(log) and os.path.getsize(log)):
+                    del waiting[slot]
+            time.sleep(0.1)
 
     def _inject(self, deadline):
         # Rounds of every kind in a random order: each kind is exercised,
@@ -222,3 +241,16 @@ class HistoryRun:
             'ended': 'empty' if quiet >= 2 else (
                 'timeout' if time.monotonic() >= deadline else 'stuck')}
         return left
+
+
+def assert_clean(report, run, workdir):
+    """Write ``report`` to report.json in ``workdir`` and print it (``-s``),
+    then check that every fault kind of ``run`` was injected, that
+    messages were consumed, and that the history shows no violation."""
+    text = json.dumps(report, indent=1, sort_keys=True)
+    with open(os.path.join(workdir, 'report.json'), 'w') as f:
+        f.write(text)
+    print(text)
+    assert all(report['faults'].get(kind) for kind in run.faults), text
+    assert report['messages']['consumed'] > 0, text
+    assert not report['violations'], text

@@ -44,6 +44,7 @@ import glob
 import json
 import os
 import time
+import traceback
 
 from zaqar.storage import errors as storage_errors
 
@@ -87,11 +88,25 @@ class Recorder:
         except Exception as exc:  # recorded, classified, never hidden
             result, outcome = None, classify(exc)
             record['err'] = '{}: {}'.format(type(exc).__name__, exc)[:300]
+            if outcome == 'crash':
+                record['at'] = _innermost_zaqar_frame(exc)
         record.update(t1=time.time(), m1=time.monotonic(), outcome=outcome)
         return outcome, result, record
 
     def close(self):
         self._file.close()
+
+
+def _innermost_zaqar_frame(exc):
+    """``module.py:line in function`` of the deepest frame of Zaqar or
+    zaqar-delay an exception passed through: which call let it out."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if '/zaqar' in f.filename]
+    if not frames:
+        return None
+    frame = frames[-1]
+    return '{}:{} in {}'.format(frame.filename.rsplit('site-packages/')[-1],
+                                frame.lineno, frame.name)
 
 
 def load(directory):

@@ -27,6 +27,7 @@ import pytest
 from tests.conftest import unavailable
 from tests.faults import harness
 from tests.faults import redis_faults
+from tests.faults import store_dump
 from tests.faults import workers
 from tests.servers import redis_server
 from tests.servers import tcp_proxy
@@ -121,6 +122,11 @@ def test_history_under_redis_faults(persistent_redis, proxy, tmp_path):
     finally:
         proxy.drop_reply_probability = 0
         direct.close()
+    if report['violations']:
+        # The store as the drain left it, to tell why (kept in tmp_path).
+        report['store_dump'] = store_dump.dump_queues(
+            persistent_redis.port, spec['project'], spec['queues'].values(),
+            str(tmp_path / 'store.json'))
     report['faults']['script_reply_dropped'] = proxy.counts['dropped_replies']
     report['faults']['proxy_connections_dropped'] = proxy.counts[
         'dropped_connections']

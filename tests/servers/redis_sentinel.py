@@ -146,6 +146,42 @@ class SentinelSet:
             time.sleep(0.1)
         raise AssertionError('no failover within %d s' % timeout)
 
+    def fail_over(self, timeout=30):
+        """SIGKILL the master, wait until the Sentinels promote the
+        replica, then start a new replica of it, so that another failover
+        can follow. Returns the seconds until the promotion."""
+        self._wait_until_replica_known(timeout)
+        self.kill_master()
+        seconds = self.wait_for_failover(timeout)
+        dead, self.master = self.master, self.replica
+        dead.stop()
+        self.replica = RedisServer(persistent=True, args=[
+            '--replicaof', '127.0.0.1', str(self.master.port)]).start()
+        _wait_linked(self.replica, timeout)
+        return seconds
+
+    def _wait_until_replica_known(self, timeout):
+        """Until a majority of the Sentinels list the replica as up (they
+        find a new one in the master's INFO, every 10 s): before that they
+        cannot promote it."""
+        deadline = time.monotonic() + timeout
+        port = b'%d' % self.replica.port
+        while time.monotonic() < deadline:
+            knowing = 0
+            for sentinel in self.sentinel_ports:
+                try:
+                    reply = _ask(sentinel, 'SENTINEL', 'REPLICAS', MASTER)
+                except OSError:
+                    continue
+                entries = reply.split(b'name\r\n')
+                knowing += any(port in entry and b'_down' not in entry
+                               for entry in entries)
+            if knowing > SENTINELS // 2:
+                return
+            time.sleep(0.2)
+        raise AssertionError('Sentinels did not find the replica in %d s'
+                             % timeout)
+
     def stop(self):
         for process in self._sentinels:
             processes.stop(process)
@@ -163,12 +199,21 @@ def replicated_pair(timeout=20):
     master = RedisServer(persistent=True).start()
     replica = RedisServer(persistent=True, args=[
         '--replicaof', '127.0.0.1', str(master.port)]).start()
+    try:
+        _wait_linked(replica, timeout)
+    except RedisUnavailable:
+        master.stop()
+        replica.stop()
+        raise
+    return master, replica
+
+
+def _wait_linked(replica, timeout):
+    """Until ``replica`` is in sync with its master."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if b'master_link_status:up' in _ask(replica.port, 'INFO',
                                             'replication'):
-            return master, replica
+            return
         time.sleep(0.1)
-    master.stop()
-    replica.stop()
     raise RedisUnavailable('replica did not sync in %d s' % timeout)

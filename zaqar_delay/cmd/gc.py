@@ -7,7 +7,11 @@ command reads the same ``zaqar.conf`` and calls the data driver's ``gc()``
 pipeline in front of each pool's driver, which drops it too): expired
 claims are redelivered, due messages promoted, expired messages removed,
 and dead-letter moves that a crashed API node left half done are finished.
-Every step is atomic in the store, so several hosts may run it at once. It
+Several hosts may run it at once: on Redis and MongoDB every step is atomic
+in the store; on Swift one pass runs at a time per account (a lease in
+Swift), and a pass that finds another running logs who holds it and skips
+(``--once`` exits with status 3), the daemon trying again a
+full_scan_time later. It
 also removes what retention no longer keeps (driver.clean_queue), paced by
 the [retention] options tuples_per_iteration, iteration_delay and
 full_scan_time, each of which a flag of the same name overrides. A queue
@@ -26,9 +30,13 @@ from zaqar.storage import pooling
 
 from zaqar_delay import conf as zd_conf
 from zaqar_delay import driver
+from zaqar_delay import errors
 from zaqar_delay.conf import retention
 
 LOG = logging.getLogger(__name__)
+
+# --once: the status when another pass held the store's gc lease (Swift).
+EXIT_ANOTHER_PASS_RUNNING = 3
 
 
 def _pacing_flag(option, **kwargs):
@@ -86,6 +94,13 @@ def main(argv=None):
         started = time.monotonic()
         try:
             result = gc_pass(store)
+        except errors.GcPassRunning as exc:
+            # Not a failure: another host's pass is doing the work.
+            LOG.warning('%s', exc)
+            if conf.once:
+                return EXIT_ANOTHER_PASS_RUNNING
+            time.sleep(pacing.full_scan_time)
+            continue
         except Exception as exc:
             if exporter:
                 exporter.record_failure(exc)
@@ -166,11 +181,11 @@ def gc_pass(store):
     stop gc of the others; the pass then fails with that pool's error once
     every pool had its turn."""
     if not isinstance(store, pooling.DataDriver):
-        return store.gc()
+        return store.exclusive_gc()
     total, failed = driver.GcPass(), []
     for pool, get_store in pool_stores(store):
         try:
-            result = get_store().gc()
+            result = get_store().exclusive_gc()
         except Exception as exc:
             LOG.error('gc of pool %s failed: %s', pool, exc)
             failed.append(exc)

@@ -167,7 +167,7 @@ class Store:
             reason='container {} keeps disappearing'.format(container))
 
     def create(self, container, name, body=b'', content_type=None,
-               headers=None, container_meta=None):
+               headers=None, container_meta=None, token=None):
         """Create an object that must have one creator; True if we are it.
 
         Swift checks ``If-None-Match: *`` when a PUT reaches the object
@@ -177,9 +177,11 @@ class Store:
         ``create_settle_time`` for overlapping PUTs to land, and reads the
         object back: only the creator whose token stayed wins. The same
         read-back tells a retried PUT (412 to our own first attempt whose
-        reply was lost) that it won after all.
+        reply was lost) that it won after all. ``token``: the owner token
+        to write (a random one if None), for a creator that later checks
+        the object is still its own.
         """
-        token = uuid.uuid4().hex
+        token = token or uuid.uuid4().hex
         headers = dict(headers or {}, **{OWNER: token})
         if self.put(container, name, body, content_type, headers,
                     exclusive=True, container_meta=container_meta):

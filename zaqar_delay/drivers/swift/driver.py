@@ -13,10 +13,12 @@ from zaqar.common import decorators
 from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
+from zaqar_delay import errors
 from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import drafts
+from zaqar_delay.drivers.swift import gc_lease
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
@@ -50,6 +52,7 @@ class DataDriver(base.DataDriver):
     def __init__(self, conf, cache, control_driver):
         super().__init__(conf, cache, control_driver)
         self._clock = None
+        self._gc_lease = None
 
     @decorators.lazy_property(write=False)
     def store(self):
@@ -80,18 +83,36 @@ class DataDriver(base.DataDriver):
             self.store.close()
 
     def gc(self):
+        """Zaqar's gc hook (``zaqar-gc``, pooling's gc of every pool):
+        :meth:`exclusive_gc`, except that a pass another host is running
+        is not an error here: that pass does the work, and Zaqar's own
+        callers must not fail (nor stop before their other pools) for it."""
+        try:
+            return self.exclusive_gc()
+        except errors.GcPassRunning as exc:
+            LOG.info('%s', exc)
+            return base.GcPass()
+
+    def exclusive_gc(self):
         """Settle every queue: redeliver expired claims, promote due
         messages, delete expired ones, finish abandoned pops and moves,
         remove drafts of posts cut short, repair groups left without a
         filed head, delete the locks of removed messages, then remove
         what retention no longer keeps (clean_queue). A queue where none
-        of that can be due gets a light pass (summary.py). Safe on several
-        hosts at once: each step is idempotent or a conditional create."""
-        dropped = self.gc_each(
-            ('queue container {!r}'.format(container),
-             functools.partial(self._gc_and_clean, container))
-            for container in self.store.containers(
-                names.container_prefix(names.MESSAGES)))
+        of that can be due gets a light pass (summary.py). One pass at a
+        time per Swift account (gc_lease.py): a pass that finds another
+        one running raises errors.GcPassRunning and does nothing."""
+        self._gc_lease = gc_lease.GcLease(self.store)
+        self._gc_lease.acquire()
+        try:
+            dropped = self.gc_each(
+                ('queue container {!r}'.format(container),
+                 functools.partial(self._gc_and_clean, container))
+                for container in self.store.containers(
+                    names.container_prefix(names.MESSAGES)))
+        finally:
+            self._gc_lease.release()
+            self._gc_lease = None
         LOG.debug('gc dropped %d expired messages', dropped)
         return dropped
 
@@ -103,6 +124,10 @@ class DataDriver(base.DataDriver):
             meta = self.store.container_meta(container) or {}
             if 'queue' in meta:
                 yield meta.get('project') or None, meta['queue']
+
+    def gc_heartbeat(self):
+        if self._gc_lease is not None:
+            self._gc_lease.keep()
 
     def _gc_and_clean(self, container):
         dropped = self._gc_queue(container)
