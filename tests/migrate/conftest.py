@@ -5,6 +5,10 @@ source on the same server, and ours reading the result back."""
 
 import datetime
 import io
+import os
+import signal
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -86,3 +90,35 @@ def posted_ago(seconds, post):
         return post()
     finally:
         timeutils.clear_time_override()
+
+
+def migrate_command(config, source_uri, project, batch):
+    return [sys.executable, '-m', 'zaqar_delay.migrate', '--config-file',
+            config, '--source-uri', source_uri, '--project-id', project,
+            '--batch', str(batch)]
+
+
+def kill_after(command, moved_batches):
+    """Run ``command`` in its own process and SIGKILL it once it printed
+    ``moved_batches`` "moved:" progress lines."""
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                             env=env)
+    moved_lines = 0
+    for line in first.stdout:
+        moved_lines += line.startswith('moved:')
+        if moved_lines == moved_batches:
+            first.send_signal(signal.SIGKILL)
+            break
+    first.wait(timeout=60)
+    first.stdout.close()
+    assert first.returncode == -signal.SIGKILL
+
+
+def run_to_the_end(command):
+    """Run ``command`` in its own process; its output, once it exited 0."""
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stdout
+    return done.stdout

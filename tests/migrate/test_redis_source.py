@@ -5,14 +5,13 @@ ttl; a dry run changes nothing; --delete-source deletes only what the
 target verifiably holds; a run killed midway and run again moves the rest
 with no duplicate."""
 
-import os
-import signal
-import subprocess
-import sys
 import uuid
 
 from tests.contract.helpers import listed
+from tests.migrate.conftest import kill_after
+from tests.migrate.conftest import migrate_command
 from tests.migrate.conftest import posted_ago
+from tests.migrate.conftest import run_to_the_end
 
 CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
 
@@ -157,25 +156,11 @@ def test_a_killed_run_run_again_moves_the_rest_once(
     for start in range(0, 600, 100):
         ids += zaqar_post(zaqar_redis, 'q', project,
                           range(start, start + 100))
-    command = [sys.executable, '-m', 'zaqar_delay.migrate', '--config-file',
-               config, '--source-uri', own_redis.url, '--project-id', project,
-               '--batch', '10']
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    first = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                             env=env)
-    moved_lines = 0
-    for line in first.stdout:
-        moved_lines += line.startswith('moved:')
-        if moved_lines == 20:
-            first.send_signal(signal.SIGKILL)
-            break
-    first.wait(timeout=60)
-    assert first.returncode == -signal.SIGKILL
+    command = migrate_command(config, own_redis.url, project, batch=10)
+    kill_after(command, moved_batches=20)
     partial = listed(ours, 'q', project)
     assert 200 <= len(partial) < 600
-    again = subprocess.run(command, stdout=subprocess.PIPE, text=True,
-                           env=env, timeout=600)
-    assert again.returncode == 0, again.stdout
+    run_to_the_end(command)
     after = listed(ours, 'q', project)
     assert [m['id'] for m in after] == ids
     assert [m['body'] for m in after] == list(range(600))
