@@ -40,12 +40,26 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope='session')
 def redis_url():
+    for server in redis_session():
+        yield server.url
+
+
+def redis_session():
+    """Start a Redis server of its own for a fixture (a test or module
+    whose store must hold its data alone); skip (fail in CI) if it
+    cannot."""
     try:
         server = redis_server.RedisServer().start()
     except redis_server.RedisUnavailable as exc:
         unavailable(str(exc))
-    yield server.url
+    yield server
     server.stop()
+
+
+@pytest.fixture
+def own_redis():
+    """A Redis server of this test alone."""
+    yield from redis_session()
 
 
 @pytest.fixture(scope='session')

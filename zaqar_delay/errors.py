@@ -54,3 +54,8 @@ class GroupMoving(storage_errors.Conflict):
 
     msg_format = ('Group {group} of queue {queue} is being moved to '
                   '{target}; retry once that move is done')
+
+
+class LayoutMismatch(RuntimeError):
+    """The store was written by another version of zaqar-delay than this
+    one reads: the message says which and what to run."""

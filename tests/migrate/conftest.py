@@ -18,20 +18,15 @@ import pytest
 from oslo_utils import timeutils
 
 from tests import backends
+from tests import conftest as shared
 from tests import factories
-from tests.servers import redis_server
 from tests.servers import zaqar_server
 from zaqar_delay.migrate import cli
 
 
 @pytest.fixture(scope='module')
 def own_redis():
-    try:
-        server = redis_server.RedisServer().start()
-    except redis_server.RedisUnavailable as exc:
-        pytest.skip(str(exc))
-    yield server
-    server.stop()
+    yield from shared.redis_session()
 
 
 @pytest.fixture
