@@ -13,7 +13,7 @@ Versions:
 2. ``Q:free`` holds every live message not under a claim.
 """
 
-from zaqar_delay import errors
+from zaqar_delay import layout as shared
 from zaqar_delay.drivers.redis import keys
 
 LAYOUT_KEY = keys.PREFIX + ':layout'
@@ -37,18 +37,8 @@ def version(client):
 
 def check(client):
     """Raise LayoutMismatch unless the store is at CURRENT."""
-    found = version(client)
-    if found > CURRENT:
-        raise errors.LayoutMismatch(
-            'the Redis store has layout version {} (key {}), newer than '
-            'the {} this zaqar-delay knows: upgrade zaqar-delay on this '
-            'host'.format(found, LAYOUT_KEY, CURRENT))
-    if found < CURRENT:
-        raise errors.LayoutMismatch(
-            'the Redis store has layout version {} (key {}); this '
-            'zaqar-delay needs {}: run zaqar-delay-migrate --config-file '
-            '<zaqar.conf> --upgrade-layout'.format(found, LAYOUT_KEY,
-                                                   CURRENT))
+    shared.check('Redis', version(client), CURRENT,
+                 'key ' + LAYOUT_KEY)
 
 
 def upgrade(driver, say):
