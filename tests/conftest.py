@@ -38,9 +38,16 @@ def pytest_collection_modifyitems(items):
                 item.nodeid.split('::')[0]))
 
 
-def own_redis_server():
-    """A redis-server of the caller's own, for a fixture to ``yield
-    from``: stopped by its PID when the fixture ends."""
+@pytest.fixture(scope='session')
+def redis_url():
+    for server in redis_session():
+        yield server.url
+
+
+def redis_session():
+    """Start a Redis server of its own for a fixture (a test or module
+    whose store must hold its data alone); skip (fail in CI) if it
+    cannot."""
     try:
         server = redis_server.RedisServer().start()
     except redis_server.RedisUnavailable as exc:
@@ -49,10 +56,10 @@ def own_redis_server():
     server.stop()
 
 
-@pytest.fixture(scope='session')
-def redis_url():
-    for server in own_redis_server():
-        yield server.url
+@pytest.fixture
+def own_redis():
+    """A Redis server of this test alone."""
+    yield from redis_session()
 
 
 @pytest.fixture(scope='session')

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from tests import backends
-from tests import conftest as shared
 from tests.contract.helpers import bodies, listed, post
 from tests.servers import zaqar_server
 from zaqar_delay import driver as zd_driver
@@ -157,13 +156,6 @@ def test_verbose_prints_each_pass_with_counts_and_rate(run, capsys):
                     '170 removed by retention, 4.00 s, 50.0 messages/s')
     run(FlakyStore(failures=0), '--once')
     assert capsys.readouterr().out == ''
-
-
-@pytest.fixture
-def own_redis():
-    """A Redis server of this test alone: gc visits every queue of its
-    store, and the counts below must be this test's only."""
-    yield from shared.own_redis_server()
 
 
 def redis_store(redis_url, directory, kept, request):

@@ -127,6 +127,13 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             metadata = {}
         return rules.QueuePolicy.for_arrivals(metadata)
 
+    def carry_in(self, queue, project, messages, client_uuid):
+        """Store ``messages`` moved in from another store (zaqar-delay-
+        migrate), skipping an id this store holds and, where the store
+        remembers them, one its consumer deleted: run again, a move must
+        not bring back what was consumed here."""
+        self._insert(queue, project, messages, client_uuid)
+
     # -- Zaqar's API -------------------------------------------------------
 
     def post(self, queue, messages, client_uuid, project=None):

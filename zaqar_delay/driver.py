@@ -141,6 +141,13 @@ class DataDriver(storage.DataDriverBase):
         return {'storage_reachable': self.is_alive(),
                 'operation_status': self._get_operation_status()}
 
+    def upgrade_layout(self, say):
+        """Bring data written by an earlier version of this package to
+        the layout this one reads (``zaqar-delay-migrate
+        --upgrade-layout``); ``say(line)`` reports."""
+        say('{}: one layout version so far, nothing to upgrade'.format(
+            type(self).__module__))
+
     def queues(self):
         """``(project, queue)`` of every queue this store keeps messages
         of (each backend's own index of queues: no work per message)."""

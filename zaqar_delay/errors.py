@@ -62,3 +62,8 @@ class GcPassRunning(storage_errors.ExceptionBase):
 
     def __init__(self, message):
         Exception.__init__(self, message)
+
+
+class LayoutMismatch(RuntimeError):
+    """The store was written by another version of zaqar-delay than this
+    one reads: the message says which and what to run."""

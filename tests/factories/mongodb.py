@@ -15,6 +15,9 @@ docs/mongodb.md):
   results, counts, distinct) stands in for the server's per-document
   atomicity, so the concurrency tests test the driver and not mongomock's
   races.
+* ``create_index`` of an index that exists under that name rebuilds it,
+  checking uniqueness without its partial filter: as on MongoDB, it is a
+  no-op, so a second driver (a restart) can open a database with messages.
 """
 
 import datetime
@@ -56,6 +59,16 @@ def adapt_mongomock():
         return original_command(self, command, **kwargs)
 
     database.Database.command = command
+
+    original_create_index = collection.Collection.create_index
+
+    def create_index(self, keys, **kwargs):
+        name = kwargs.get('name')
+        if name and name in self.index_information():
+            return name
+        return original_create_index(self, keys, **kwargs)
+
+    collection.Collection.create_index = create_index
 
     lock = threading.RLock()
 

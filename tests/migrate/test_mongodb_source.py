@@ -1,5 +1,5 @@
 """zaqar-delay-migrate from Zaqar's own MongoDB store (on mongomock, as
-every MongoDB test here) into our Redis driver: ids (Zaqar's ObjectId
+every MongoDB test here) into each of our drivers: ids (Zaqar's ObjectId
 hex), bodies, ttl and delay kept; --delete-source empties the source."""
 
 import uuid
@@ -16,13 +16,11 @@ SOURCE_URI = 'mongodb://127.0.0.1:27017'
 
 
 @pytest.fixture
-def config(own_redis, tmp_path):
+def config(own_redis, target_store, tmp_path):
     # unreliable: Zaqar's MongoDB driver refuses a non-replica-set store.
     return zaqar_server.write_config(
-        str(tmp_path), own_redis.url, 0, 'delay.redis',
-        {'uri': own_redis.url.replace('redis://', 'delay.redis://')},
-        unreliable=True, extra='[drivers:message_store:mongodb]\n'
-        'database = zaqar_migrate\n')
+        str(tmp_path), own_redis.url, 0, *target_store, unreliable=True,
+        extra='[drivers:message_store:mongodb]\ndatabase = zaqar_migrate\n')
 
 
 @pytest.fixture

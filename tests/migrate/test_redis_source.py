@@ -5,14 +5,17 @@ ttl; a dry run changes nothing; --delete-source deletes only what the
 target verifiably holds; a run killed midway and run again moves the rest
 with no duplicate."""
 
-import os
-import signal
-import subprocess
-import sys
+import time
 import uuid
 
+import pytest
+
 from tests.contract.helpers import listed
+from tests.factories import mongodb as mongodb_factory
+from tests.migrate.conftest import kill_after
+from tests.migrate.conftest import migrate_command
 from tests.migrate.conftest import posted_ago
+from tests.migrate.conftest import run_to_the_end
 
 CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
 
@@ -34,6 +37,9 @@ def zaqar_listed(zaqar_redis, queue, project, ids):
 def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
                                                   control, migrate,
                                                   project):
+    # Ages are compared across reads seconds apart (a Swift target is
+    # slow): bounds allow the seconds between them, measured.
+    test_start = time.monotonic()
     control.queue_controller.create('q', project=project,
                                     metadata={'_default_message_delay': 0})
     old = zaqar_post(zaqar_redis, 'q', project, ['a', {'b': [1, 2]}],
@@ -45,6 +51,7 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
     claim_id, handed = zaqar_redis.claim_controller.create(
         'q', {'ttl': 60, 'grace': 30}, project=project, limit=1)
     assert [m['body'] for m in handed] == ['a']
+    read_start = time.monotonic()
     before = {m['id']: m for m in zaqar_listed(zaqar_redis, 'q', project,
                                                  old + late + claimed)}
 
@@ -55,11 +62,12 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
 
     after = listed(ours, 'q', project, include_claimed=True,
                    include_delayed=True)
+    between_reads = time.monotonic() - read_start
     assert [m['id'] for m in after] == old + late + claimed
     for message in after:
         source = before[message['id']]
         assert message['body'] == source['body']
-        assert abs(message['age'] - source['age']) <= 1
+        assert -1 <= message['age'] - source['age'] <= between_reads + 1
         # Zaqar grew the claimed message's ttl to the claim's + grace.
         assert message['ttl'] == source['ttl'] or message['id'] == old[0]
         # Released: a new claim can take it, and it counts from 0.
@@ -74,13 +82,15 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
     assert [m['body'] for m in claimed_now] == ['a', {'b': [1, 2]}, 'held']
     stats = ours.message_controller.stats('q', project)['messages']
     assert stats['delayed'] == 1
-    assert abs(stats['oldest']['age'] - 200) <= 1
+    assert 200 - 1 <= stats['oldest']['age'] <= \
+        200 + time.monotonic() - test_start + 1
     # The source is left as it was (no --delete-source).
     assert len(zaqar_listed(zaqar_redis, 'q', project, list(before))) == 4
 
 
 def test_subscriptions_keep_subscriber_options_and_remaining_ttl(
         zaqar_redis, ours, control, migrate, project):
+    test_start = time.monotonic()
     control.queue_controller.create('q', project=project)
     subs = zaqar_redis.subscription_controller
     sub_id = posted_ago(100, lambda: subs.create(
@@ -93,7 +103,8 @@ def test_subscriptions_keep_subscriber_options_and_remaining_ttl(
     assert (sub['subscriber'], sub['options']) == ('http://example.com/hook',
                                                    {'k': 'v'})
     assert sub['confirmed'] is True
-    assert 3600 - 100 - 2 <= sub['ttl'] - sub['age'] <= 3600 - 100
+    spent = time.monotonic() - test_start
+    assert 3600 - 100 - spent - 2 <= sub['ttl'] - sub['age'] <= 3600 - 100
     # Run again: still one.
     assert migrate('--project-id', project)[0] == 0
     assert len(list(next(ours.subscription_controller.list(
@@ -134,7 +145,12 @@ def test_filters_pick_projects_and_queues(zaqar_redis, ours, control,
 
 
 def test_delete_source_deletes_only_what_the_target_holds(
-        zaqar_redis, ours, control, migrate, project):
+        zaqar_redis, ours, control, migrate, project, target_name, request):
+    if target_name == 'mongodb':
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            'our MongoDB driver keeps no memory of deleted ids: a move '
+            'run again after consumers used the target stores what they '
+            'deleted (README, "Switching over")')))
     control.queue_controller.create('q', project=project)
     ids = zaqar_post(zaqar_redis, 'q', project, ['a', 'b', 'c'])
     assert migrate('--project-id', project)[0] == 0
@@ -151,31 +167,21 @@ def test_delete_source_deletes_only_what_the_target_holds(
 
 
 def test_a_killed_run_run_again_moves_the_rest_once(
-        zaqar_redis, ours, control, config, own_redis, project):
+        zaqar_redis, ours, control, config, own_redis, project,
+        target_name):
+    if target_name == 'mongodb' and not mongodb_factory.real_server_uri():
+        pytest.skip('mongomock lives in this process, the command in its '
+                    'own: set ' + mongodb_factory.URI_ENV)
     control.queue_controller.create('q', project=project)
     ids = []
     for start in range(0, 600, 100):
         ids += zaqar_post(zaqar_redis, 'q', project,
                           range(start, start + 100))
-    command = [sys.executable, '-m', 'zaqar_delay.migrate', '--config-file',
-               config, '--source-uri', own_redis.url, '--project-id', project,
-               '--batch', '10']
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    first = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                             env=env)
-    moved_lines = 0
-    for line in first.stdout:
-        moved_lines += line.startswith('moved:')
-        if moved_lines == 20:
-            first.send_signal(signal.SIGKILL)
-            break
-    first.wait(timeout=60)
-    assert first.returncode == -signal.SIGKILL
+    command = migrate_command(config, own_redis.url, project, batch=10)
+    kill_after(command, moved_batches=20)
     partial = listed(ours, 'q', project)
     assert 200 <= len(partial) < 600
-    again = subprocess.run(command, stdout=subprocess.PIPE, text=True,
-                           env=env, timeout=600)
-    assert again.returncode == 0, again.stdout
+    run_to_the_end(command)
     after = listed(ours, 'q', project)
     assert [m['id'] for m in after] == ids
     assert [m['body'] for m in after] == list(range(600))

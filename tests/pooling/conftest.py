@@ -6,5 +6,5 @@ from tests import conftest
 @pytest.fixture(scope='module')
 def second_redis_url():
     """A second redis-server, for a second pool."""
-    for server in conftest.own_redis_server():
+    for server in conftest.redis_session():
         yield server.url

@@ -12,6 +12,7 @@ from tests import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import layout
 
 
 @pytest.fixture
@@ -191,8 +192,10 @@ def test_every_key_the_driver_writes_starts_with_zd(redis_url, project):
     assert listed(driver, 'dead', project)
     found = [k.decode() for k in store.keys('*')]
     assert found and all(k.startswith('zd:') for k in found), found
-    # Every key but gc's registry belongs to one queue's hash tag.
-    assert {k for k in found if '{' not in k} == {keys.QUEUE_REGISTRY}
+    # Every key but gc's registry and the layout version belongs to one
+    # queue's hash tag.
+    assert {k for k in found if '{' not in k} == {keys.QUEUE_REGISTRY,
+                                                  layout.LAYOUT_KEY}
     # The workload reached the key types the features write.
     for part in (':m:', ':g:', ':cons:', ':s:', ':deleted', ':removed',
                  ':r:'):

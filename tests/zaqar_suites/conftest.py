@@ -30,7 +30,7 @@ from tests.servers import zaqar_server  # noqa: E402
 
 @pytest.fixture(scope='session')
 def redis_url():
-    for server in shared.own_redis_server():
+    for server in shared.redis_session():
         yield server.url
 
 

@@ -21,7 +21,7 @@ from zaqar_delay.migrate import sources
 LOG = logging.getLogger(__name__)
 
 CLI_OPTS = [
-    cfg.StrOpt('source-uri', required=True, secret=True,
+    cfg.StrOpt('source-uri', secret=True,
                help='The old message store to move from: a redis:// or '
                     'mongodb:// URI, read with Zaqar\'s own driver of that '
                     'name and its [drivers:message_store:<name>] options.'),
@@ -37,6 +37,12 @@ CLI_OPTS = [
     cfg.BoolOpt('dry-run', default=False,
                 help='Count what would move (messages, expired ones, '
                      'subscriptions) and change nothing.'),
+    cfg.BoolOpt('upgrade-layout', default=False,
+                help='Instead of a move: bring the message_store that '
+                     'zaqar.conf names, written by an earlier version of '
+                     'zaqar-delay, to the layout this version reads (its '
+                     'driver refuses to start until then). Batched; safe '
+                     'to kill and run again.'),
     cfg.BoolOpt('delete-source', default=False,
                 help='After the move, delete from the source every message '
                      'whose copy was read back from the target with the '
@@ -53,6 +59,10 @@ def main(argv=None, out=sys.stdout):
     logging.setup(conf, 'zaqar-delay-migrate')
     if conf.dry_run and conf.delete_source:
         sys.exit('--dry-run and --delete-source exclude each other')
+    if conf.upgrade_layout:
+        return upgrade_layout(conf, out)
+    if not conf.source_uri:
+        sys.exit('--source-uri is required (or --upgrade-layout)')
     try:
         target = _target(conf)
         source = sources.open_source(conf, conf.source_uri,
@@ -60,6 +70,19 @@ def main(argv=None, out=sys.stdout):
     except errors.InvalidInput as exc:
         sys.exit(str(exc))
     return run(conf, source, target, out)
+
+
+def upgrade_layout(conf, out):
+    try:
+        target = _target(conf)
+    except errors.InvalidInput as exc:
+        sys.exit(str(exc))
+    target.check_layout = False
+    try:
+        target.upgrade_layout(progress.Progress(0, out).say)
+    except errors.LayoutMismatch as exc:
+        sys.exit(str(exc))
+    return 0
 
 
 def _target(conf):

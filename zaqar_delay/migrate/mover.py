@@ -2,9 +2,9 @@
 verify pass that may delete what it verified from the source.
 
 Resumable and idempotent by ids: every message keeps its source id in the
-target, and the target's insert skips an id it holds (or that a consumer
-deleted lately), so a move killed at any point and run again re-reads the
-source and stores only what is missing. The source is never changed
+target, and the target's ``carry_in`` skips an id it holds (or, on Redis
+and Swift, that a consumer deleted), so a move killed at any point and run
+again re-reads the source and stores only what is missing. The source is never changed
 except by ``delete``, which removes only messages whose copy in the
 target was read back with the same body.
 """
@@ -90,7 +90,7 @@ class Mover:
             now = now_ms()
             for client, run in itertools.groupby(
                     live, key=lambda m: m.client_uuid):
-                messages._insert(queue, project, [
+                messages.carry_in(queue, project, [
                     _carried(m, now, policy) for m in run], client)
             report.messages += len(live)
             report.expired += len(page) - len(live)

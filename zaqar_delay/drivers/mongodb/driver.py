@@ -16,6 +16,7 @@ from zaqar.common import decorators
 from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
+from zaqar_delay import layout as shared_layout
 from zaqar_delay.conf import mongodb as mongodb_conf
 from zaqar_delay.drivers.mongodb import claims
 from zaqar_delay.drivers.mongodb import clock
@@ -63,6 +64,7 @@ class DataDriver(base.DataDriver):
     def database(self):
         database = self.connection[self.store_conf.database]
         connection.translate(ensure_indexes, database)
+        connection.translate(check_layout, database)
         return database
 
     def _collection(self, name):
@@ -161,6 +163,23 @@ class DataDriver(base.DataDriver):
             queue, project, GC_BATCH, counter.get(fields.GROUP_CURSOR))
         self.clean_queue(queue, project)
         return dropped
+
+
+# The layout version this driver writes and reads. Every store written
+# by an earlier version of this package has this layout: one without the
+# document gets it.
+LAYOUT_VERSION = 1
+
+
+def check_layout(database):
+    """Write LAYOUT_VERSION into a store without one (an upsert: racing
+    drivers agree); refuse a store of another version."""
+    layouts = database[fields.LAYOUT]
+    layouts.update_one({'_id': fields.LAYOUT_ID},
+                       {'$setOnInsert': {'v': LAYOUT_VERSION}}, upsert=True)
+    found = layouts.find_one({'_id': fields.LAYOUT_ID})['v']
+    shared_layout.check('MongoDB', found, LAYOUT_VERSION, 'collection {}, '
+                        'document {}'.format(fields.LAYOUT, fields.LAYOUT_ID))
 
 
 def ensure_indexes(database):

@@ -90,6 +90,9 @@ CLAIMS = 'claims'
 COUNTERS = 'counters'
 SUBSCRIPTIONS = 'subscriptions'
 MOVES = 'moves'
+# One document, {_id: LAYOUT_ID, v: version}: the layout version (layout.py).
+LAYOUT = 'layout'
+LAYOUT_ID = 'layout'
 
 # Message states (field ``s``).
 READY = 'r'

@@ -13,6 +13,7 @@ from zaqar_delay.conf import redis as redis_conf
 from zaqar_delay.drivers.redis import claims
 from zaqar_delay.drivers.redis import connection
 from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import layout
 from zaqar_delay.drivers.redis import messages
 from zaqar_delay.drivers.redis import scripts
 from zaqar_delay.drivers.redis import subscriptions
@@ -46,12 +47,22 @@ class DataDriver(base.DataDriver):
     CLAIM_CONTROLLER = claims.ClaimController
     SUBSCRIPTION_CONTROLLER = subscriptions.SubscriptionController
 
+    # False only for zaqar-delay-migrate --upgrade-layout, which opens a
+    # store of an earlier layout to upgrade it.
+    check_layout = True
+
     @decorators.lazy_property(write=False)
     def connection(self):
         # A cluster client reads the slot map when it is built: retried
         # (and a 503 when no seed answers) as any other Redis call.
-        return self.guarded(lambda: connection.client_from_uri(
+        client = self.guarded(lambda: connection.client_from_uri(
             self.store_conf.uri, self.store_conf.socket_timeout))
+        if self.check_layout:
+            self.guarded(lambda: layout.check(client))
+        return client
+
+    def upgrade_layout(self, say):
+        layout.upgrade(self, say)
 
     @decorators.lazy_property(write=False)
     def scripts(self):
@@ -201,7 +212,11 @@ class DataDriver(base.DataDriver):
             return False
 
     def close(self):
-        self.connection.close()
+        # Not through the property: a driver never used (or refused by
+        # the layout check) has no connection to close.
+        client = getattr(self, '_lazy_connection', None)
+        if client is not None:
+            client.close()
 
     def gc(self):
         """Settle every known queue: expired claims, due and expired

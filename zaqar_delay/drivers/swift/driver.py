@@ -6,6 +6,7 @@ what that and Swift's other limits mean for each guarantee.
 """
 
 import functools
+import json
 import time
 
 from oslo_log import log as logging
@@ -14,6 +15,7 @@ from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
 from zaqar_delay import errors
+from zaqar_delay import layout as shared_layout
 from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
@@ -56,7 +58,9 @@ class DataDriver(base.DataDriver):
 
     @decorators.lazy_property(write=False)
     def store(self):
-        return connection.Store(self.store_conf)
+        store = connection.Store(self.store_conf)
+        check_layout(store)
+        return store
 
     def now_ms(self):
         """Epoch ms from the API node's clock (Swift has none to read)."""
@@ -262,3 +266,20 @@ def _drop_leaked_locks(qs, locks, positions, now):
                                 for e in by_id[mid]])
     return [e for e in locks
             if names.parse_lock(e['name'])[0] not in gone], more
+
+
+# The layout version this driver writes and reads. Every account written
+# by an earlier version of this package has this layout: one without the
+# object gets it.
+LAYOUT_VERSION = 1
+
+
+def check_layout(store):
+    """Write LAYOUT_VERSION into an account without one (an exclusive PUT:
+    of racing drivers the first stays); refuse one of another version."""
+    store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
+              json.dumps({'v': LAYOUT_VERSION}).encode(),
+              content_type='application/json', exclusive=True)
+    found = store.get_json(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)[1]['v']
+    shared_layout.check('Swift', found, LAYOUT_VERSION, 'object {}/{}'.format(
+        names.LAYOUT_CONTAINER, names.LAYOUT_OBJ))

@@ -41,6 +41,11 @@ class MessageController(controller.MessageController):
 
     # -- post --------------------------------------------------------------
 
+    def carry_in(self, queue, project, messages, client_uuid):
+        # As copies: each leaves an r/ marker that outlives its expiry, so
+        # a consumed one is never stored again by a later run.
+        self._insert(queue, project, messages, client_uuid, copies=True)
+
     def _insert(self, queue, project, messages, client_uuid, copies=False):
         """Store ``messages``: position, message, group entry, and only
         then the filing that makes it exist (drafts.py). With ``copies``

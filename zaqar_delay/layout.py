@@ -1,0 +1,19 @@
+"""Layout versions shared by the backends: each store keeps the version
+of the layout that wrote it (Redis ``zd:layout``, MongoDB the ``layout``
+collection), and a driver refuses a store it would misread."""
+
+from zaqar_delay import errors
+
+
+def check(backend, found, current, where):
+    """Raise LayoutMismatch unless ``found`` is ``current``."""
+    if found > current:
+        raise errors.LayoutMismatch(
+            'the {} store has layout version {} ({}), newer than the {} '
+            'this zaqar-delay knows: upgrade zaqar-delay on this '
+            'host'.format(backend, found, where, current))
+    if found < current:
+        raise errors.LayoutMismatch(
+            'the {} store has layout version {} ({}); this zaqar-delay '
+            'needs {}: run zaqar-delay-migrate --config-file <zaqar.conf> '
+            '--upgrade-layout'.format(backend, found, where, current))
