@@ -135,7 +135,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             messages, policy, self._limits.max_message_delay,
             self._limits.max_message_ttl,
             checksum=self.driver.conf.enable_checksum)
-        self._insert(queue, project, prepared, str(client_uuid))
+        self._insert_new(queue, project, prepared, str(client_uuid))
         return [message.id for message in prepared]
 
     def list(self, queue, project=None, marker=None,
@@ -399,6 +399,12 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         """Store ``messages`` (a list of :class:`rules.NewMessage`) at the
         tail of the queue in one atomic step, stamping created, expires and
         ``d`` with the store's clock."""
+
+    def _insert_new(self, queue, project, messages, client_uuid):
+        """_insert for a post, whose message ids this call just made up
+        (no earlier call can have stored or deleted them): a backend may
+        skip checks that only a retry of the call needs."""
+        self._insert(queue, project, messages, client_uuid)
 
     @abc.abstractmethod
     def _list(self, queue, project, marker, limit, echo, client_uuid,

@@ -10,6 +10,7 @@ from zaqar.storage import errors as storage_errors
 
 from tests import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
+from tests.factories import redis as factories_redis
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
@@ -60,8 +61,8 @@ def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
 def test_a_retried_post_does_not_duplicate(driver, project):
     driver.queue_controller.create('q', project=project)
     args = [CLIENT.hex, 'fixed-id', 60, 0, json.dumps('once'), '', '', 0]
-    driver.run_script('post', 'q', project, *args)
-    driver.run_script('post', 'q', project, *args)
+    factories_redis.retried_post(driver, 'q', project, *args)
+    factories_redis.retried_post(driver, 'q', project, *args)
     assert [m['body'] for m in listed(driver, 'q', project)] == ['once']
 
 

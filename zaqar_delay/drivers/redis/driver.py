@@ -1,6 +1,6 @@
 """The Redis data driver (``message_store = delay.redis``)."""
 
-import functools
+import itertools
 from urllib import parse
 
 from oslo_log import log as logging
@@ -109,14 +109,30 @@ class DataDriver(base.DataDriver):
                 self.retry_span_ms / 1000, RETRY_MARGIN_MS // 1000,
                 SHORTEST_TTL_MS // 1000)
 
+    @property
+    def on_cluster(self):
+        return connection.uri_is_cluster(self.store_conf.uri)
+
     def run_script(self, name, queue, project, *args, client=None):
-        run = functools.partial(self.scripts.run, name, queue, project,
-                                *args)
+        return self.run_attempts(name, queue, project, lambda first: args,
+                                 client=client)
+
+    def run_attempts(self, name, queue, project, args_of, client=None):
+        """Run a script with the ARGV ``args_of(first)`` gives: ``first``
+        is True on the first attempt only, False on every retry of the
+        call (after a lost connection or reply), so a script can skip
+        work that only a retried call needs."""
+        attempts = itertools.count()
+
+        def run(client):
+            return self.scripts.run(name, queue, project,
+                                    *args_of(next(attempts) == 0),
+                                    client=client)
         if client is not None:
-            return run(client=client)
+            return run(client)
         if self.store_conf.replica_acks:
-            return self.pipelined(lambda pipe: run(client=pipe))[0]
-        return self.guarded(run)
+            return self.pipelined(run)[0]
+        return self.guarded(lambda: run(None))
 
     def pipelined(self, fill):
         """Send the commands ``fill(pipe)`` queues in one round trip.
