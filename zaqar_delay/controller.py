@@ -52,9 +52,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     # -- shared rules ------------------------------------------------------
 
+    def queue_metadata(self, queue, project):
+        """The queue's metadata; raises QueueDoesNotExist. From Zaqar's
+        control store; a backend may keep an exact copy closer."""
+        return self.driver.queue_controller.get_metadata(queue, project)
+
     def policy(self, queue, project):
         """The queue's validated policy; raises QueueDoesNotExist."""
-        metadata = self.driver.queue_controller.get_metadata(queue, project)
+        metadata = self.queue_metadata(queue, project)
         return self.check_metadata(queue, metadata, project)
 
     def check_metadata(self, queue, metadata, project=None):
@@ -79,8 +84,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         what its persistent consumers have all read."""
         operator = self._operator_retention.for_queue(queue, project)
         try:
-            metadata = self.driver.queue_controller.get_metadata(queue,
-                                                                 project)
+            metadata = self.queue_metadata(queue, project)
         except storage_errors.QueueDoesNotExist:
             return operator
         return self.with_readers(queue, project,
@@ -120,8 +124,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         message must never be stranded or lost because of its target."""
         self.driver.catalogue(target, project)
         try:
-            metadata = self.driver.queue_controller.get_metadata(target,
-                                                                 project)
+            metadata = self.queue_metadata(target, project)
         except storage_errors.QueueDoesNotExist:
             self.driver.queue_controller.create(target, project=project)
             metadata = {}

@@ -36,7 +36,8 @@ def lose_next_reply(driver, conf, monkeypatch):
 
     def lossy(*args, **kwargs):
         result = original(*args, **kwargs)
-        if armed:
+        # The queue's metadata copy is not the call under test.
+        if armed and args[0] not in ('meta_fill', 'meta_forget'):
             between = armed.pop()
             between()
             raise redis_py.exceptions.ConnectionError('reply lost')

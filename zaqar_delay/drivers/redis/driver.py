@@ -14,6 +14,7 @@ from zaqar_delay.drivers.redis import claims
 from zaqar_delay.drivers.redis import connection
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import messages
+from zaqar_delay.drivers.redis import metadata
 from zaqar_delay.drivers.redis import scripts
 from zaqar_delay.drivers.redis import subscriptions
 
@@ -99,6 +100,10 @@ class DataDriver(base.DataDriver):
                 '[{}] replica_acks = {} is not supported with Redis Cluster '
                 '(uri has ?cluster=true); set it to 0'.format(
                     redis_conf.GROUP_NAME, store.replica_acks))
+        # Queue metadata copies (metadata.py), not with pooling.
+        self.keeps_metadata_copies = not base.pooled(conf)
+        if self.keeps_metadata_copies:
+            metadata.watch(control_driver.queue_controller, self)
         if self.retry_span_ms >= SHORTEST_TTL_MS:
             LOG.warning(
                 'The retry span of [%s] (%.1f s: (max_reconnect_attempts + '

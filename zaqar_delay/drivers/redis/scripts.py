@@ -12,7 +12,8 @@ QUEUE_SCRIPTS = ('post', 'claim', 'list', 'first', 'get', 'delete',
                  'stats', 'gc', 'outbox_done', 'purge', 'groups',
                  'group_purge', 'group_move', 'clean', 'consumers',
                  'consumer_register', 'consumer_forget', 'consumer_update',
-                 'count_after', 'readers', 'consumer_subscribed')
+                 'count_after', 'readers', 'consumer_subscribed',
+                 'meta_fill', 'meta_forget')
 
 
 @functools.lru_cache(maxsize=None)
