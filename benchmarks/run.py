@@ -9,7 +9,8 @@ throughput, claim+delete throughput, and claim latency with 0, 10,000 and
 has no groups), claim latency on a grouped queue with 10,000 group heads in
 flight and 100,000 messages blocked behind them. Swift runs smaller sizes.
 Prints figures and ratios (ours / Zaqar's for throughput; latency against
-our own empty queue). ``--plot DIR`` also draws them (benchmarks/plot.py,
+our own empty queue), and on Redis the round trips each call sends to the
+data and control stores (benchmarks/round_trips.py). ``--plot DIR`` also draws them (benchmarks/plot.py,
 needs matplotlib) as PNG files in DIR.
 """
 
@@ -136,6 +137,9 @@ def bench(ours, theirs, args):
     for row in rows:
         print('{:<28} {:>18} {:>18} {:>8}'.format(*row))
 
+    if args.round_trips:
+        print_round_trips(ours, theirs, project)
+
     print('\n{:<28} {:>22} {:>22} {:>9}'.format(
         'claim latency median/p95', 'zaqar-delay', 'zaqar built-in',
         'vs empty'))
@@ -162,6 +166,22 @@ def bench(ours, theirs, args):
             '{:,} heads in flight, {:,} blocked'.format(
                 groups, groups * blocked), fmt_ms(m), m[0] / mine[0][0]))
     return figures
+
+
+def print_round_trips(ours, theirs, project):
+    """Round trips per call (Redis), data store + Zaqar's control store."""
+    from benchmarks import round_trips
+    figures = [round_trips.per_call(driver, project,
+                                    workloads.fresh_queue(driver, project))
+               for driver in (ours, theirs)]
+    print('\n{:<28} {:>18} {:>18}'.format(
+        'round trips per call', 'zaqar-delay', 'zaqar built-in'))
+    print('{:<28} {:>18} {:>18}'.format('', '(data + control)',
+                                        '(data + control)'))
+    for name in figures[0]:
+        print('{:<28} {:>18} {:>18}'.format(name, *(
+            '{} + {} = {}'.format(data, control, data + control)
+            for data, control in (f[name] for f in figures))))
 
 
 def quick(args):
@@ -200,11 +220,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     chosen = args.backend or ['redis', 'mongodb', 'swift']
     args = quick(args) if args.quick else full(args)
+    args.round_trips = False
     figures = {}
     with RedisServer() as server:
         if 'redis' in chosen:
             print('\n#### Redis:', server.binary, 'on', server.url)
+            args.round_trips = True
             figures['Redis'] = bench(*redis_pair(server.url), args)
+            args.round_trips = False
         if 'mongodb' in chosen:
             if args.mongodb_uri:
                 print('\n#### MongoDB:', args.mongodb_uri)

@@ -8,7 +8,7 @@ CLIENT = uuid.uuid4()
 CLAIM = {'ttl': 300, 'grace': 60}
 
 
-def _fresh_queue(driver, project, metadata=None):
+def fresh_queue(driver, project, metadata=None):
     name = 'bench-' + uuid.uuid4().hex[:8]
     driver.queue_controller.create(name, metadata=metadata or {},
                                    project=project)
@@ -17,7 +17,7 @@ def _fresh_queue(driver, project, metadata=None):
 
 def post_throughput(driver, project, total, batch=10):
     """Messages per second, posted ``batch`` at a time."""
-    queue = _fresh_queue(driver, project)
+    queue = fresh_queue(driver, project)
     messages = [{'ttl': 3600, 'body': {'n': n, 'pad': 'x' * 64}}
                 for n in range(batch)]
     started = time.perf_counter()
@@ -29,7 +29,7 @@ def post_throughput(driver, project, total, batch=10):
 
 def claim_delete_throughput(driver, project, total, limit=10):
     """Messages per second through claim (``limit`` at a time) + delete."""
-    queue = _fresh_queue(driver, project)
+    queue = fresh_queue(driver, project)
     for _ in range(total // 10):
         driver.message_controller.post(
             queue, [{'ttl': 3600, 'body': n} for n in range(10)], CLIENT,
@@ -60,7 +60,7 @@ def delayed_queue(driver, project, delayed_ahead, samples):
     """A delayed queue with ``delayed_ahead`` delayed messages, then
     ``samples`` ready ones. Messages carry ``delay`` explicitly, as Zaqar's
     transport fills it in on delayed queues."""
-    queue = _fresh_queue(driver, project, {'_default_message_delay': 900})
+    queue = fresh_queue(driver, project, {'_default_message_delay': 900})
     for start in range(0, delayed_ahead, 100):
         driver.message_controller.post(
             queue, [{'ttl': 3600, 'body': n, 'delay': 900}
@@ -74,7 +74,7 @@ def grouped_queue(driver, project, groups, blocked_per_group, samples):
     """A grouped queue where ``groups`` groups have their head in flight
     and ``blocked_per_group`` messages each waiting behind it, then
     ``samples`` ready ungrouped messages."""
-    queue = _fresh_queue(driver, project, {'_message_group_key': 'g'})
+    queue = fresh_queue(driver, project, {'_message_group_key': 'g'})
     batch = []
     for g in range(groups):
         batch += [{'ttl': 3600, 'body': {'g': g, 'n': n}}

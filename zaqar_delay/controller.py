@@ -52,9 +52,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     # -- shared rules ------------------------------------------------------
 
+    def queue_metadata(self, queue, project):
+        """The queue's metadata; raises QueueDoesNotExist. From Zaqar's
+        control store; a backend may keep an exact copy closer."""
+        return self.driver.queue_controller.get_metadata(queue, project)
+
     def policy(self, queue, project):
         """The queue's validated policy; raises QueueDoesNotExist."""
-        metadata = self.driver.queue_controller.get_metadata(queue, project)
+        metadata = self.queue_metadata(queue, project)
         return self.check_metadata(queue, metadata, project)
 
     def check_metadata(self, queue, metadata, project=None):
@@ -79,8 +84,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         what its persistent consumers have all read."""
         operator = self._operator_retention.for_queue(queue, project)
         try:
-            metadata = self.driver.queue_controller.get_metadata(queue,
-                                                                 project)
+            metadata = self.queue_metadata(queue, project)
         except storage_errors.QueueDoesNotExist:
             return operator
         return self.with_readers(queue, project,
@@ -120,8 +124,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         message must never be stranded or lost because of its target."""
         self.driver.catalogue(target, project)
         try:
-            metadata = self.driver.queue_controller.get_metadata(target,
-                                                                 project)
+            metadata = self.queue_metadata(target, project)
         except storage_errors.QueueDoesNotExist:
             self.driver.queue_controller.create(target, project=project)
             metadata = {}
@@ -142,7 +145,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             messages, policy, self._limits.max_message_delay,
             self._limits.max_message_ttl,
             checksum=self.driver.conf.enable_checksum)
-        self._insert(queue, project, prepared, str(client_uuid))
+        self._insert_new(queue, project, prepared, str(client_uuid))
         return [message.id for message in prepared]
 
     def list(self, queue, project=None, marker=None,
@@ -406,6 +409,12 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         """Store ``messages`` (a list of :class:`rules.NewMessage`) at the
         tail of the queue in one atomic step, stamping created, expires and
         ``d`` with the store's clock."""
+
+    def _insert_new(self, queue, project, messages, client_uuid):
+        """_insert for a post, whose message ids this call just made up
+        (no earlier call can have stored or deleted them): a backend may
+        skip checks that only a retry of the call needs."""
+        self._insert(queue, project, messages, client_uuid)
 
     @abc.abstractmethod
     def _list(self, queue, project, marker, limit, echo, client_uuid,

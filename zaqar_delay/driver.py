@@ -49,7 +49,7 @@ class GcPass:
                     + getattr(other, field.name))
 
 
-def _pooled(conf):
+def pooled(conf):
     try:
         return bool(conf.pooling)
     except cfg.NoSuchOptError:
@@ -72,7 +72,7 @@ class DataDriver(storage.DataDriverBase):
         # its pooling registered first under the same names from a pool's
         # options; snapshot() applies our types and bounds to them.
         super().__init__(conf, cache, control_driver)
-        pool = self._own_pool(conf) if _pooled(conf) else None
+        pool = self._own_pool(conf) if pooled(conf) else None
         if pool is not None:
             # The pool's registration as it was written, over zaqar.conf:
             # the overrides in the shared section go first, as they may be
@@ -86,7 +86,7 @@ class DataDriver(storage.DataDriverBase):
             try:
                 self.store_conf = zd_conf.snapshot(conf, self.OPTIONS)
             finally:
-                if _pooled(conf):
+                if pooled(conf):
                     zd_conf.release_pool(conf, self.OPTIONS)
         # This driver's pool in Zaqar's catalogue (None without pooling, for
         # Zaqar's virtual pool, and for a pool being registered).

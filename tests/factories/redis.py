@@ -15,3 +15,11 @@ def zaqar_store(request):
     redis_url = request.getfixturevalue('redis_url')
     return 'delay.redis', {'uri': redis_url.replace('redis://',
                                                     'delay.redis://')}
+
+
+def retried_post(driver, queue, project, client, *per_message):
+    """Run post.lua as a retry of an earlier post would (the id checks
+    on, the registry left alone): ``per_message`` is its 7 values per
+    message (lua/post.lua)."""
+    return driver.run_script('post', queue, project, client, '', '', '0',
+                             *per_message)

@@ -13,6 +13,7 @@ import redis as redis_py
 
 from tests.contract.helpers import (CLIENT, bodies, claim, listed, post,
                                     stats)
+from tests.factories import redis as factories_redis
 from zaqar_delay.drivers.redis import keys
 
 BATCH = 100
@@ -90,8 +91,8 @@ def test_removal_is_counted_in_its_key_and_the_id_remembered(driver, raw,
     assert raw.zscore(key(project, 'deleted'), ids[0]) is not None
     assert not raw.exists(keys.message_key('q', project, ids[0]))
     # A retried post of the removed message (same id) stores nothing.
-    driver.run_script('post', 'q', project, CLIENT.hex, ids[0], 60, 0,
-                      json.dumps('a'), '', '', 0)
+    factories_redis.retried_post(driver, 'q', project, CLIENT.hex, ids[0],
+                                 60, 0, json.dumps('a'), '', '', 0)
     assert bodies(listed(driver, 'q', project)) == ['b', 'c']
     assert removed(driver, project) == 1
 

@@ -3,8 +3,8 @@
 ``lose_next_reply`` makes the next script call run in Redis and then fail
 with a ConnectionError, as when a reply is lost or the socket times out
 while Redis is busy; the driver's one retry policy (connection.guarded)
-then runs it again. (A post registers its queue first, in a call of its
-own: the lost reply is the post script's.) Optionally something happens
+then runs it again. (On a Redis Cluster a post registers its queue first,
+in a call of its own: the lost reply is the post script's.) Optionally something happens
 in between, as another consumer's work would.
 """
 
@@ -36,7 +36,8 @@ def lose_next_reply(driver, conf, monkeypatch):
 
     def lossy(*args, **kwargs):
         result = original(*args, **kwargs)
-        if armed:
+        # The queue's metadata copy is not the call under test.
+        if armed and args[0] not in ('meta_fill', 'meta_forget'):
             between = armed.pop()
             between()
             raise redis_py.exceptions.ConnectionError('reply lost')
@@ -114,8 +115,8 @@ def test_every_delete_is_remembered_for_a_retried_post(driver, project, how):
         messages.bulk_delete('q', [mid], project=project)
     else:
         messages.pop('q', 1, project=project)
-    driver.run_script('post', 'q', project, 'client', mid, 60, 0, '"once"',
-                      '', '', 0)
+    factories_redis.retried_post(driver, 'q', project, 'client', mid, 60, 0,
+                                 '"once"', '', '', 0)
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
@@ -126,8 +127,8 @@ def test_a_purged_group_is_remembered_for_a_retried_post(driver, project):
     assert driver.message_controller.purge_group('q', 'a',
                                                  project=project) == 1
     # The post's reply was lost before the purge; its retry comes now.
-    driver.run_script('post', 'q', project, 'client', mid, 60, 0,
-                      '{"g":"a"}', '"a"', '', 0)
+    factories_redis.retried_post(driver, 'q', project, 'client', mid, 60, 0,
+                                 '{"g":"a"}', '"a"', '', 0)
     assert listed(driver, 'q', project, include_claimed=True) == []
 
 
@@ -245,9 +246,11 @@ def test_a_post_racing_queue_deletion_stays_known_to_gc(
 
 def test_a_post_racing_queue_deletion_from_its_start_stays_known_to_gc(
         driver, raw, project, clock, monkeypatch):
-    # The post registers the queue, then the whole deletion runs (purge,
-    # unregister, nothing left to keep registered), then the post's script
-    # stores into the emptied queue: the post must register it again.
+    # On a cluster (the registry in another slot than the queue) the post
+    # registers the queue, then the whole deletion runs (purge, unregister,
+    # nothing left to keep registered), then the post's script stores into
+    # the emptied queue: the post must register it again.
+    monkeypatch.setattr(redis_driver.DataDriver, 'on_cluster', True)
     driver.queue_controller.create('q', project=project)
     post(driver, 'q', project, 'before')
     original = driver.register_queue

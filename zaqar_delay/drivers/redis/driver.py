@@ -1,6 +1,6 @@
 """The Redis data driver (``message_store = delay.redis``)."""
 
-import functools
+import itertools
 from urllib import parse
 
 from oslo_log import log as logging
@@ -15,6 +15,7 @@ from zaqar_delay.drivers.redis import connection
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import layout
 from zaqar_delay.drivers.redis import messages
+from zaqar_delay.drivers.redis import metadata
 from zaqar_delay.drivers.redis import scripts
 from zaqar_delay.drivers.redis import subscriptions
 
@@ -110,6 +111,10 @@ class DataDriver(base.DataDriver):
                 '[{}] replica_acks = {} is not supported with Redis Cluster '
                 '(uri has ?cluster=true); set it to 0'.format(
                     redis_conf.GROUP_NAME, store.replica_acks))
+        # Queue metadata copies (metadata.py), not with pooling.
+        self.keeps_metadata_copies = not base.pooled(conf)
+        if self.keeps_metadata_copies:
+            metadata.watch(control_driver.queue_controller, self)
         if self.retry_span_ms >= SHORTEST_TTL_MS:
             LOG.warning(
                 'The retry span of [%s] (%.1f s: (max_reconnect_attempts + '
@@ -120,14 +125,30 @@ class DataDriver(base.DataDriver):
                 self.retry_span_ms / 1000, RETRY_MARGIN_MS // 1000,
                 SHORTEST_TTL_MS // 1000)
 
+    @property
+    def on_cluster(self):
+        return connection.uri_is_cluster(self.store_conf.uri)
+
     def run_script(self, name, queue, project, *args, client=None):
-        run = functools.partial(self.scripts.run, name, queue, project,
-                                *args)
+        return self.run_attempts(name, queue, project, lambda first: args,
+                                 client=client)
+
+    def run_attempts(self, name, queue, project, args_of, client=None):
+        """Run a script with the ARGV ``args_of(first)`` gives: ``first``
+        is True on the first attempt only, False on every retry of the
+        call (after a lost connection or reply), so a script can skip
+        work that only a retried call needs."""
+        attempts = itertools.count()
+
+        def run(client):
+            return self.scripts.run(name, queue, project,
+                                    *args_of(next(attempts) == 0),
+                                    client=client)
         if client is not None:
-            return run(client=client)
+            return run(client)
         if self.store_conf.replica_acks:
-            return self.pipelined(lambda pipe: run(client=pipe))[0]
-        return self.guarded(run)
+            return self.pipelined(run)[0]
+        return self.guarded(lambda: run(None))
 
     def pipelined(self, fill):
         """Send the commands ``fill(pipe)`` queues in one round trip.

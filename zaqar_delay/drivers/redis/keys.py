@@ -74,6 +74,12 @@ key                type    holds
 ``Q:cons:<cid>``   hash    one persistent consumer: ``c`` cursor, ``h`` last
                            position handed (both '' for none), ``l`` lost,
                            ``a`` last active (ms), ``r`` registered (ms)
+``Q:meta``         string  a copy of the queue's metadata (JSON) from
+                           Zaqar's control store, kept 60 s at most
+                           (metadata.py; not with pooling)
+``Q:metagen``      string  generation of that copy: bumped by every write
+                           of the queue's metadata, so a copy read before
+                           a write is never stored after it
 ``Q:r:<claim>``    string  a claim's or pop's result (MessagePack), kept
                            for the retry span so a retry returns it again
 ``Q:g:<group>``    zset    a group's live message ids, by position

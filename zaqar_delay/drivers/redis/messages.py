@@ -9,6 +9,7 @@ from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import retention as retention_mod
 from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import metadata
 from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
 
@@ -37,22 +38,45 @@ class MessageController(controller.MessageController):
         super().__init__(driver)
         self._run = driver.run_script
 
+    def queue_metadata(self, queue, project):
+        if not self.driver.keeps_metadata_copies:
+            return super().queue_metadata(queue, project)
+        return metadata.read(self.driver, queue, project, lambda: super(
+            MessageController, self).queue_metadata(queue, project))
+
     def _insert(self, queue, project, messages, client_uuid):
-        args = [client_uuid]
+        self._store(queue, project, messages, client_uuid, new_ids=False)
+
+    def _insert_new(self, queue, project, messages, client_uuid):
+        self._store(queue, project, messages, client_uuid, new_ids=True)
+
+    def _store(self, queue, project, messages, client_uuid, new_ids):
+        """post.lua; with ``new_ids`` (ids this call made up) its first
+        attempt skips the per-id checks only a retry needs."""
+        per_message = []
         for message in messages:
-            args += [message.id, message.ttl, message.delay,
-                     message.body_json, message.group or '',
-                     message.checksum or '', message.age_ms]
-        # Registered first, in its own round trip: the registry lives in
-        # another Redis Cluster slot than the queue, and once the post has
-        # stored anything gc must know the queue, even if the reply is
-        # lost and the retry never comes. A post that found the queue
-        # empty registers it again afterwards: it may have raced the
-        # queue's deletion, whose purge unregisters the queue after
-        # emptying it (see _purge_queue), and gc must still find it.
-        self.driver.register_queue(queue, project)
-        _, was_empty = self._run('post', queue, project, *args)
-        if was_empty:
+            per_message += [message.id, message.ttl, message.delay,
+                            message.body_json, message.group or '',
+                            message.checksum or '', message.age_ms]
+        member = keys.queue_tag(queue, project)
+        on_cluster = self.driver.on_cluster
+        registry = '' if on_cluster else keys.QUEUE_REGISTRY
+        if on_cluster:
+            # Registered first, in its own round trip: the registry lives
+            # in another Redis Cluster slot than the queue, and once the
+            # post has stored anything gc must know the queue, even if the
+            # reply is lost and the retry never comes. A post that found
+            # the queue empty registers it again afterwards: it may have
+            # raced the queue's deletion, whose purge unregisters the
+            # queue after emptying it (see _purge_queue), and gc must
+            # still find it. Elsewhere post.lua registers the queue in
+            # the same atomic step.
+            self.driver.register_queue(queue, project)
+        _, was_empty = self.driver.run_attempts(
+            'post', queue, project, lambda first: [
+                client_uuid, registry, member,
+                '1' if new_ids and first else '0', *per_message])
+        if was_empty and on_cluster:
             self.driver.register_queue(queue, project)
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,

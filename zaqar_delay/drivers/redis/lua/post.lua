@@ -1,6 +1,12 @@
 -- Append messages at the tail of a queue.
 -- ARGV[3] client UUID
--- ARGV[4..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
+-- ARGV[4] the queue registry's key, '' on a Redis Cluster (another slot:
+--         the caller registers the queue itself)
+-- ARGV[5] this queue's member of the registry
+-- ARGV[6] '1' when every id is new (the first attempt of a post: ids are
+--         fresh UUIDs), so the checks below that only a retried post or
+--         an outbox copy needs are skipped; '0' otherwise
+-- ARGV[7..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
 --          body checksum ('' when checksums are off), age (ms: 0 for a
 --          post; a migrated message keeps its age; ttl and delay count
 --          from its creation)
@@ -11,14 +17,19 @@
 -- position, so every position handed out holds a message a persistent
 -- consumer could read, and a gap before its next page is a message that
 -- went (its `lost`), never a retry.
+-- The queue joins the registry (for gc) in the same atomic step as its
+-- messages, where the topology allows.
 -- Returns {NOW, 1 if the queue held no message and no outbox entry
--- before this call else 0} (the caller then registers the queue again).
+-- before this call else 0} (on a cluster the caller then registers the
+-- queue again).
 local was_empty = redis.call('EXISTS', MSGS, OUTBOX) == 0 and 1 or 0
+if ARGV[4] ~= '' then redis.call('SADD', ARGV[4], ARGV[5]) end
 local stored, seen = {}, {}
-for i = 4, #ARGV, 7 do
+local fresh = ARGV[6] == '1'
+for i = 7, #ARGV, 7 do
   local id = ARGV[i]
-  if not seen[id] and redis.call('EXISTS', mkey(id)) == 0
-      and not redis.call('ZSCORE', DELETED, id) then
+  if fresh or (not seen[id] and redis.call('EXISTS', mkey(id)) == 0
+               and not redis.call('ZSCORE', DELETED, id)) then
     stored[#stored + 1] = i
     seen[id] = true
   end
