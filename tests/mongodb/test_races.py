@@ -224,3 +224,23 @@ def test_a_pop_whose_retried_delete_outlasts_its_claim_fails(
 @pytest.fixture(autouse=True)
 def _clock(clock):
     """Every test here moves time."""
+
+
+def test_stats_racing_the_last_delete_still_names_the_newest(
+        driver, project, monkeypatch):
+    """Stats reads the oldest message, then the newest: a delete landing
+    in between (the queue's last message) must not fail stats."""
+    driver.queue_controller.create('q', project=project)
+    [mid] = post(driver, 'q', project, 'a')
+    controller = driver.message_controller
+    real = controller._any
+
+    def deleted_after_the_oldest(queue, project_, now, sort, kept):
+        found = real(queue, project_, now, sort, kept)
+        if sort == 1:
+            controller.delete('q', mid, project=project)
+        return found
+
+    monkeypatch.setattr(controller, '_any', deleted_after_the_oldest)
+    counts = stats(driver, 'q', project)
+    assert counts['oldest']['id'] == counts['newest']['id'] == mid

@@ -286,9 +286,11 @@ class MessageController(controller.MessageController):
         # they cover delayed messages too (as the Redis driver does).
         oldest = self._any(queue, project, now, 1, kept)
         if oldest:
+            # A delete between the two reads may have taken the last
+            # message: the oldest was then the newest one there.
+            newest = self._any(queue, project, now, -1, kept) or oldest
             stats['oldest'] = _stat_entry(oldest, now)
-            stats['newest'] = _stat_entry(
-                self._any(queue, project, now, -1, kept), now)
+            stats['newest'] = _stat_entry(newest, now)
         stats['removed_by_retention'] = kept_by.removed(self.driver, queue,
                                                         project)
         return stats
