@@ -17,7 +17,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.contract.helpers import claim, post
 from tests.contract.test_consumers import Reader
 from tests.servers.redis_server import free_port
-from tests.test_gc_command import own_redis  # noqa: F401 (a fixture)
 from tests.test_gc_command import redis_store
 from zaqar_delay import errors
 from zaqar_delay import exporter
@@ -60,7 +59,7 @@ def passes(samples):
 
 
 @pytest.fixture
-def store(own_redis, tmp_path, request):  # noqa: F811
+def store(own_redis, tmp_path, request):
     return redis_store(own_redis.url, tmp_path, KEPT, request)
 
 
