@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import types
 import uuid
 
 import pytest
@@ -20,6 +21,8 @@ from oslo_utils import timeutils
 from tests import backends
 from tests import conftest as shared
 from tests import factories
+from tests.contract.helpers import listed
+from tests.factories import mongodb as mongodb_factory
 from tests.servers import zaqar_server
 from zaqar_delay.migrate import cli
 
@@ -96,15 +99,85 @@ def migrate(config, own_redis, monkeypatch):
     return run
 
 
+CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
+
+
 def posted_ago(seconds, post):
-    """Run ``post()`` as if ``seconds`` ago (Zaqar stamps created with
-    oslo's clock)."""
+    """Run ``post()`` as if ``seconds`` ago. Zaqar's Redis and MongoDB
+    drivers stamp created with oslo's clock, its Swift driver in the
+    uuid1 that names the message (Swift's own timestamp is the real one;
+    so is its expiry, which the Swift source reads)."""
+    from zaqar.storage.swift import messages as swift_messages
     timeutils.set_time_override(timeutils.utcnow() - datetime.timedelta(
         seconds=seconds))
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(swift_messages, 'uuid', types.SimpleNamespace(
+        uuid1=lambda: uuid1_ago(seconds)))
     try:
         return post()
     finally:
         timeutils.clear_time_override()
+        monkeypatch.undo()
+
+
+def uuid1_ago(seconds):
+    """A fresh uuid1 whose clock reads ``seconds`` ago."""
+    now = uuid.uuid1()
+    ticks = now.time - int(seconds * 10_000_000)
+    return uuid.UUID(fields=(
+        ticks & 0xffffffff, (ticks >> 32) & 0xffff,
+        (ticks >> 48) & 0x0fff | 0x1000, now.clock_seq_hi_variant,
+        now.clock_seq_low, now.node))
+
+
+def zaqar_post(zaqar_driver, queue, project, bodies, ttl=300, delay=0,
+               ago=0):
+    """Post ``bodies`` with one of Zaqar's own drivers: their ids."""
+    return posted_ago(ago, lambda: zaqar_driver.message_controller.post(
+        queue, [{'ttl': ttl, 'delay': delay, 'body': body}
+                for body in bodies], CLIENT, project=project))
+
+
+def zaqar_listed(zaqar_driver, queue, project, ids):
+    """Those of ``ids`` the old store holds (Zaqar's Redis list() cannot
+    start a listing that includes claimed messages: it looks up marker
+    None)."""
+    return list(zaqar_driver.message_controller.bulk_get(queue, ids,
+                                                         project=project))
+
+
+FOUR_MOVED = ('4 messages (0 expired, skipped), 0 subscriptions, 4 verified, '
+              '0 differences, 0 deleted')
+
+
+def moved_queue(migrate, ours, project, summary):
+    """Run the command on ``project`` and check it printed ``summary``:
+    every message of its queue ``q`` in the target, delayed and claimed
+    ones included."""
+    code, out = migrate('--project-id', project)
+    assert code == 0, out
+    assert summary in out
+    return listed(ours, 'q', project, include_claimed=True,
+                  include_delayed=True)
+
+
+def skip_mongomock_in_a_subprocess(target_name):
+    if target_name == 'mongodb' and not mongodb_factory.real_server_uri():
+        pytest.skip('mongomock lives in this process, the command in its '
+                    'own: set ' + mongodb_factory.URI_ENV)
+
+
+def killed_and_run_again(ours, command, project, ids, batch, moved_batches):
+    """Kill ``command`` after ``moved_batches`` batches of ``batch``, check
+    the target holds some of ``ids`` (queue ``q``) but not all, run it to
+    the end; the target's messages, each of ``ids`` once, in order."""
+    kill_after(command, moved_batches)
+    partial = listed(ours, 'q', project)
+    assert batch * moved_batches <= len(partial) < len(ids)
+    run_to_the_end(command)
+    after = listed(ours, 'q', project)
+    assert [m['id'] for m in after] == ids
+    return after
 
 
 def migrate_command(config, source_uri, project, batch):

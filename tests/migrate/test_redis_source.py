@@ -6,33 +6,19 @@ target verifiably holds; a run killed midway and run again moves the rest
 with no duplicate."""
 
 import time
-import uuid
 
 import pytest
 
 from tests.contract.helpers import listed
-from tests.factories import mongodb as mongodb_factory
-from tests.migrate.conftest import kill_after
+from tests.migrate.conftest import CLIENT
+from tests.migrate.conftest import FOUR_MOVED
+from tests.migrate.conftest import killed_and_run_again
 from tests.migrate.conftest import migrate_command
+from tests.migrate.conftest import moved_queue
 from tests.migrate.conftest import posted_ago
-from tests.migrate.conftest import run_to_the_end
-
-CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
-
-
-def zaqar_post(zaqar_redis, queue, project, bodies, ttl=300, delay=0,
-               ago=0):
-    return posted_ago(ago, lambda: zaqar_redis.message_controller.post(
-        queue, [{'ttl': ttl, 'delay': delay, 'body': body}
-                for body in bodies], CLIENT, project=project))
-
-
-def zaqar_listed(zaqar_redis, queue, project, ids):
-    """Those of ``ids`` the old store holds (its list() cannot start a
-    listing that includes claimed messages: it looks up marker None)."""
-    return list(zaqar_redis.message_controller.bulk_get(queue, ids,
-                                                        project=project))
-
+from tests.migrate.conftest import skip_mongomock_in_a_subprocess
+from tests.migrate.conftest import zaqar_listed
+from tests.migrate.conftest import zaqar_post
 
 def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
                                                   control, migrate,
@@ -55,13 +41,7 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
     before = {m['id']: m for m in zaqar_listed(zaqar_redis, 'q', project,
                                                  old + late + claimed)}
 
-    code, out = migrate('--project-id', project)
-    assert code == 0, out
-    assert '4 messages (0 expired, skipped), 0 subscriptions, 4 verified, ' \
-        '0 differences, 0 deleted' in out
-
-    after = listed(ours, 'q', project, include_claimed=True,
-                   include_delayed=True)
+    after = moved_queue(migrate, ours, project, FOUR_MOVED)
     between_reads = time.monotonic() - read_start
     assert [m['id'] for m in after] == old + late + claimed
     for message in after:
@@ -169,21 +149,15 @@ def test_delete_source_deletes_only_what_the_target_holds(
 def test_a_killed_run_run_again_moves_the_rest_once(
         zaqar_redis, ours, control, config, own_redis, project,
         target_name):
-    if target_name == 'mongodb' and not mongodb_factory.real_server_uri():
-        pytest.skip('mongomock lives in this process, the command in its '
-                    'own: set ' + mongodb_factory.URI_ENV)
+    skip_mongomock_in_a_subprocess(target_name)
     control.queue_controller.create('q', project=project)
     ids = []
     for start in range(0, 600, 100):
         ids += zaqar_post(zaqar_redis, 'q', project,
                           range(start, start + 100))
     command = migrate_command(config, own_redis.url, project, batch=10)
-    kill_after(command, moved_batches=20)
-    partial = listed(ours, 'q', project)
-    assert 200 <= len(partial) < 600
-    run_to_the_end(command)
-    after = listed(ours, 'q', project)
-    assert [m['id'] for m in after] == ids
+    after = killed_and_run_again(ours, command, project, ids, batch=10,
+                                 moved_batches=20)
     assert [m['body'] for m in after] == list(range(600))
 
 

@@ -22,9 +22,12 @@ LOG = logging.getLogger(__name__)
 
 CLI_OPTS = [
     cfg.StrOpt('source-uri', secret=True,
-               help='The old message store to move from: a redis:// or '
-                    'mongodb:// URI, read with Zaqar\'s own driver of that '
-                    'name and its [drivers:message_store:<name>] options.'),
+               help='The old message store to move from: a redis://, '
+                    'mongodb:// or swift:// URI, read with Zaqar\'s own '
+                    'driver of that name and its '
+                    '[drivers:message_store:<name>] options (a swift:// URI '
+                    'ending in ?auth=v1 speaks tempauth instead of '
+                    'Keystone).'),
     cfg.MultiStrOpt('project-id', default=[],
                     help='Move only the queues of this project (repeat for '
                          'more; "" is Zaqar\'s global project). Default: '

@@ -12,6 +12,7 @@ target was read back with the same body.
 import dataclasses
 import itertools
 import json
+import math
 import time
 
 from zaqar_delay import rules
@@ -147,19 +148,25 @@ class Mover:
 
     def _live_subscriptions(self, queue, project):
         return (sub for sub in self.source.subscriptions(queue, project)
-                if sub['ttl'] - sub['age'] > 0)
+                if _remaining_ttl(sub) > 0)
 
     def _carry_subscription(self, queue, project, sub):
         """Create it with its remaining ttl unless the target has its
         subscriber already (a run before this one); carry confirmed."""
         subs = self.target.subscription_controller
-        subs.create(queue, sub['subscriber'], sub['ttl'] - sub['age'],
+        subs.create(queue, sub['subscriber'], _remaining_ttl(sub),
                     sub['options'], project=project)
         if sub.get('confirmed'):
             copy = subs.get_with_subscriber(queue, sub['subscriber'], project)
             if copy is not None and not copy.get('confirmed'):
                 subs.confirm(queue, copy['id'], project=project,
                              confirmed=True)
+
+
+def _remaining_ttl(sub):
+    """Whole seconds: Zaqar's Swift driver gives a subscription's age as
+    a float, and a store's expiry takes an integer."""
+    return math.ceil(sub['ttl'] - sub['age'])
 
 
 def _carried(message, now, policy):

@@ -1,4 +1,5 @@
-"""The old message store, read through Zaqar's own driver classes.
+"""The old message store, read through Zaqar's own driver classes
+(Swift's in ``swift_source``).
 
 Every source answers the same four questions per queue: how many messages
 (``count``), the next page after a marker (``page``), delete these ids
@@ -23,7 +24,7 @@ from zaqar.storage.redis import utils as redis_utils
 
 from zaqar_delay import errors
 
-KINDS = ('redis', 'mongodb')
+KINDS = ('redis', 'mongodb', 'swift')
 
 
 @dataclasses.dataclass
@@ -64,14 +65,18 @@ def open_source(conf, uri, control_driver):
     kind = kind_of(uri)
     if kind == 'redis':
         from zaqar.storage.redis import driver
-        wrapper = RedisSource
-    else:
+        driver_class, wrapper = driver.DataDriver, RedisSource
+    elif kind == 'mongodb':
         from zaqar.storage.mongodb import driver
-        wrapper = MongoSource
-    for group, options in driver.DataDriver._DRIVER_OPTIONS:
+        driver_class, wrapper = driver.DataDriver, MongoSource
+    else:
+        from zaqar_delay.migrate import swift_source
+        driver_class = swift_source.driver_class(uri)
+        wrapper = swift_source.SwiftSource
+    for group, options in driver_class._DRIVER_OPTIONS:
         conf.register_opts(options, group=group)
     conf.set_override('uri', uri, group='drivers:message_store:' + kind)
-    return wrapper(driver.DataDriver(conf, None, control_driver))
+    return wrapper(driver_class(conf, None, control_driver))
 
 
 class Source:
