@@ -54,3 +54,26 @@ def place(control, queue, project, pool, metadata=None):
     control.catalogue_controller.insert(project, queue, pool)
     control.queue_controller.create(queue, metadata=metadata or {},
                                     project=project)
+
+
+POOLED_CONFIG = """[DEFAULT]
+pooling = true
+
+[drivers]
+message_store = {message_store}
+management_store = sqlalchemy
+
+[drivers:management_store:sqlalchemy]
+uri = sqlite:///{database}
+"""
+
+
+def pooled_config(directory, message_store='delay.redis'):
+    """(zaqar.conf path, control driver, catalogue) of a pooled Zaqar
+    whose management store is a fresh sqlite database in ``directory``,
+    for an operator command to read."""
+    conf, control, catalog = make_catalog(directory, message_store)
+    path = directory / 'zaqar.conf'
+    path.write_text(POOLED_CONFIG.format(
+        message_store=message_store, database=directory / 'zaqar.db'))
+    return str(path), control, catalog

@@ -17,28 +17,14 @@ from tests.servers.redis_server import free_port
 from zaqar_delay.cmd import gc as gc_command
 from zaqar_delay.cmd import groups as groups_command
 
-CONFIG = """[DEFAULT]
-pooling = true
-
-[drivers]
-message_store = delay.redis
-management_store = sqlalchemy
-
-[drivers:management_store:sqlalchemy]
-uri = sqlite:///{database}
-"""
-
 
 @pytest.fixture
 def pooled_config(tmp_path, monkeypatch):
     """(zaqar.conf path, control driver, catalogue) of a pooled Zaqar."""
-    conf, control, catalog = pooled.make_catalog(tmp_path, 'delay.redis')
-    path = tmp_path / 'zaqar.conf'
-    path.write_text(CONFIG.format(database=tmp_path / 'zaqar.db'))
     # Keep pytest's log capture: oslo.log would replace its handler.
     # (Both commands use oslo_log's one module object.)
     monkeypatch.setattr(gc_command.logging, 'setup', lambda *a: None)
-    return str(path), control, catalog
+    return pooled.pooled_config(tmp_path)
 
 
 def expired_message(catalog, control, project, queue, pool):

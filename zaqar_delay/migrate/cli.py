@@ -1,7 +1,8 @@
 """The ``zaqar-delay-migrate`` command: reads zaqar.conf as Zaqar does
 (its ``message_store`` must be a zaqar-delay driver: the target), opens
 the old store named by ``--source-uri`` with Zaqar's own driver, and moves
-the selected queues one by one."""
+the selected queues one by one. With pooling, ``pools`` does the same per
+pool."""
 
 import sys
 
@@ -14,6 +15,7 @@ from zaqar.storage import pooling
 from zaqar_delay import driver as zd_driver
 from zaqar_delay import errors
 from zaqar_delay.migrate import mover
+from zaqar_delay.migrate import pools
 from zaqar_delay.migrate import progress
 from zaqar_delay.migrate import queues
 from zaqar_delay.migrate import sources
@@ -35,6 +37,14 @@ CLI_OPTS = [
     cfg.MultiStrOpt('queue', default=[],
                     help='Move only the queue of this name (repeat for '
                          'more). Default: every queue.'),
+    cfg.MultiStrOpt('pool', default=[],
+                    help='With pooling: move only the queues of this pool '
+                         '(repeat for more). Default: every pool.'),
+    cfg.MultiStrOpt('pool-source', default=[], secret=True,
+                    help='With pooling: NAME=URI, the old store (Zaqar\'s '
+                         'own redis://, mongodb:// or swift://) of pool '
+                         'NAME, whose registered URI names the zaqar-delay '
+                         'store to move into. One per selected pool.'),
     cfg.IntOpt('batch', default=100, min=1, max=1000,
                help='Messages read, stored and verified per step.'),
     cfg.BoolOpt('dry-run', default=False,
@@ -62,24 +72,28 @@ def main(argv=None, out=sys.stdout):
     logging.setup(conf, 'zaqar-delay-migrate')
     if conf.dry_run and conf.delete_source:
         sys.exit('--dry-run and --delete-source exclude each other')
-    if conf.upgrade_layout:
-        return upgrade_layout(conf, out)
-    if not conf.source_uri:
-        sys.exit('--source-uri is required (or --upgrade-layout)')
     try:
-        target = _target(conf)
+        store = bootstrap.Bootstrap(conf).storage._storage
+        if conf.upgrade_layout:
+            return upgrade_layout(_ours(store, conf), out)
+        if isinstance(store, pooling.DataDriver):
+            return run_pools(conf, store, out)
+        target = _ours(store, conf)
         source = sources.open_source(conf, conf.source_uri,
                                      target.control_driver)
+        selected = list(queues.selected(target.control_driver,
+                                        _projects(conf), conf.queue))
     except errors.InvalidInput as exc:
         sys.exit(str(exc))
-    return run(conf, source, target, out)
+    return run(conf, source, target, out, selected)
 
 
-def upgrade_layout(conf, out):
-    try:
-        target = _target(conf)
-    except errors.InvalidInput as exc:
-        sys.exit(str(exc))
+def _projects(conf):
+    """--project-id values; "" is Zaqar's global project (None)."""
+    return [project or None for project in conf.project_id]
+
+
+def upgrade_layout(target, out):
     target.check_layout = False
     try:
         target.upgrade_layout(progress.Progress(0, out).say)
@@ -88,25 +102,52 @@ def upgrade_layout(conf, out):
     return 0
 
 
-def _target(conf):
-    target = bootstrap.Bootstrap(conf).storage._storage
-    if isinstance(target, pooling.DataDriver):
+def _ours(store, conf):
+    """The message_store zaqar.conf names (pooling off): the target."""
+    if isinstance(store, pooling.DataDriver):
         raise errors.InvalidInput(
-            'pooling is on: migrate each pool with a zaqar.conf that names '
-            'its store as message_store, pooling off')
-    if not isinstance(target, zd_driver.DataDriver):
+            'pooling is on: --upgrade-layout works on one store; run it '
+            'per pool with a zaqar.conf that names the pool\'s store as '
+            'message_store, pooling off')
+    if conf.pool or conf.pool_source:
+        raise errors.InvalidInput('--pool and --pool-source need pooling '
+                                  '= true; name the old store with '
+                                  '--source-uri')
+    if not isinstance(store, zd_driver.DataDriver):
         raise errors.InvalidInput(
             'message_store = {} is not a zaqar-delay driver: set it to '
             'delay.redis, delay.mongodb or delay.swift, the store to move '
             'into'.format(conf.drivers.message_store))
-    return target
+    if not conf.source_uri and not conf.upgrade_layout:
+        raise errors.InvalidInput(
+            '--source-uri is required (or --upgrade-layout)')
+    return store
 
 
-def run(conf, source, target, out):
-    """Move (or count) every selected queue; 0 when every one verified."""
-    projects = [project or None for project in conf.project_id]
-    selected = list(queues.selected(target.control_driver, projects,
-                                    conf.queue))
+def run_pools(conf, store, out):
+    """Move (or count) pool by pool; 0 when every queue of every pool
+    verified."""
+    if conf.source_uri:
+        raise errors.InvalidInput(
+            'pooling is on: name each pool\'s old store with --pool-source '
+            'NAME=URI instead of --source-uri')
+    plan = pools.planned(store, conf.pool, pools.source_uris(
+        conf.pool_source))
+    status = 0
+    for pool in plan:
+        # One pool at a time: a source driver reads its URI from the
+        # shared [drivers:message_store:<kind>] section when it connects.
+        source = sources.open_source(conf, pool.source_uri,
+                                     pool.target.control_driver)
+        print('pool {}:'.format(pool.name), file=out, flush=True)
+        status |= run(conf, source, pool.target, out,
+                      list(pool.selected(_projects(conf), conf.queue)))
+    return status
+
+
+def run(conf, source, target, out, selected):
+    """Move (or count) every selected (project, queue); 0 when every one
+    verified."""
     total = sum(source.count(queue, project) for project, queue in selected)
     # A move reads the source twice: once to move, once to verify.
     steps = total if conf.dry_run else 2 * total

@@ -4,12 +4,16 @@ which the switch leaves as it is) lists each project's queues.
 Zaqar has no call that lists projects, so without ``--project-id`` they
 are read from the management store's own index: the Redis one keeps a
 ``<project>.queues_set`` per project, the MongoDB one a ``p_q``
-("<project>/<queue>") per queue. Another management store needs
-``--project-id``.
+("<project>/<queue>") per queue, the SQL one (which pooling needs) a
+``project`` column in its ``Queues`` table. Another management store
+needs ``--project-id``.
 """
 
+import sqlalchemy as sa
 from zaqar.storage.mongodb import queues as mongo_queues
 from zaqar.storage.redis import queues as redis_queues
+from zaqar.storage.sqlalchemy import queues as sql_queues
+from zaqar.storage.sqlalchemy import tables as sql_tables
 
 from zaqar_delay import errors
 
@@ -48,6 +52,9 @@ def all_projects(control):
     elif isinstance(queues, mongo_queues.QueueController):
         found = {scoped.split('/', 1)[0] for scoped in
                  queues._collection.distinct('p_q')}
+    elif isinstance(queues, sql_queues.QueueController):
+        found = {row[0] for row in queues.driver.fetch_all(
+            sa.sql.select(sql_tables.Queues.c.project).distinct())}
     else:
         raise errors.InvalidInput(
             'cannot list the projects of a {} management store: name '
