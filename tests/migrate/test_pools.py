@@ -70,13 +70,18 @@ def test_each_pool_moves_into_its_own_store(pools, project):
     assert listed(catalog.get_driver('pb'), 'qa1', project) == []
 
 
-def test_pool_picks_one_pool(pools, project):
+def test_pool_picks_one_pool_of_every_project(pools, project):
     path, control, catalog, urls = pools
     filled(control, urls, project)
-    code, out = migrate(path, '--project-id', project, '--pool', 'pb',
+    filled(control, urls, project + '-other')
+    # Without --project-id: every project of the SQL management store.
+    code, out = migrate(path, '--pool', 'pb',
                         '--pool-source', 'pb=' + urls['pb'])
     assert code == 0, out
     assert 'pool pa' not in out
+    assert 'pool pb:\n2 queues, 4 messages in the source' in out
+    assert len(listed(catalog.lookup('qb', project + '-other'), 'qb',
+                      project + '-other')) == 2
     assert len(listed(catalog.lookup('qb', project), 'qb', project)) == 2
     assert listed(catalog.lookup('qa1', project), 'qa1', project) == []
 

@@ -7,7 +7,7 @@ that driver's own controllers.
 Order: Zaqar's driver lists a queue by object name, and a uuid1's text
 starts with the low bits of its clock, so that order is not the posting
 order. The source sorts a queue's names by the creation time in each
-uuid1 (one listing of names, held in memory for the walk: about 100 bytes
+uuid1 (one listing of names, held in memory for the walk: about 93 bytes
 per message of the largest queue) and pages through that snapshot, so the
 target gets the queue oldest first. Claiming or releasing a message
 rewrites its object (its Swift timestamp restarts, its delay field is
