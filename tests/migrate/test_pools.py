@@ -94,6 +94,9 @@ def test_pool_picks_one_pool_of_every_project(pools, project):
     (['--pool', 'pa', '--pool-source', 'pa=redis://x', '--pool-source',
       'pb=redis://x'], '--pool-source names pb, not a selected pool'),
     (['--pool-source', 'pa'], "--pool-source 'pa': expected NAME=URI"),
+    # pb's source is refused: pa, listed first, does not move either.
+    (['--pool-source', 'pa=redis://x', '--pool-source', 'pb=http://x'],
+     "source URI 'http://x': the scheme must be one of"),
     (['--source-uri', 'redis://x'], 'name each pool\'s old store with '
      '--pool-source NAME=URI instead of --source-uri'),
 ])

@@ -6,8 +6,9 @@ its catalogue entry names (``catalogue_controller.list``, as Zaqar's
 pooling driver routes it); queue metadata, pools, flavors and the
 catalogue stay as they are.
 
-Every selected pool is checked (known, a source named, ours as its
-target) before anything moves, so a typo changes nothing.
+Every selected pool is checked (known, a source of a kind this command
+reads named for it, ours as its target) before anything moves, so a typo
+changes nothing.
 """
 
 import dataclasses
@@ -15,6 +16,7 @@ import dataclasses
 from zaqar_delay import driver as zd_driver
 from zaqar_delay import errors
 from zaqar_delay.migrate import queues
+from zaqar_delay.migrate import sources
 
 
 @dataclasses.dataclass
@@ -73,6 +75,7 @@ def planned(store, names, uris):
                 'pool {}: name its old store with --pool-source {}=URI '
                 '(Zaqar\'s own redis://, mongodb:// or swift://)'.format(
                     name, name))
+        sources.kind_of(uris[name])
         target = catalog.get_driver(name)._storage
         if not isinstance(target, zd_driver.DataDriver):
             raise errors.InvalidInput(
