@@ -117,3 +117,11 @@ def test_a_pool_still_on_zaqars_driver_is_refused(pools, project):
         migrate(path, '--pool', 'pc', '--pool-source', 'pc=' + urls['pa'])
     assert 'pool pc is registered with redis://, not a zaqar-delay store' \
         in str(refused.value)
+
+
+@pytest.mark.parametrize('target_name', ['redis'])
+def test_pool_options_without_pooling_are_refused(migrate, target_name):
+    with pytest.raises(SystemExit) as refused:
+        migrate('--pool', 'pa')
+    assert '--pool and --pool-source need pooling = true' in str(
+        refused.value)
