@@ -94,7 +94,10 @@ class SubscriptionController(storage.Subscription):
         return False
 
     def list(self, queue, project=None, marker=None,
-             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE,
+             with_consumers=False):
+        # Consumers included either way: the notifier's listing still
+        # reads them here (docs/swift.md, "Subscriptions").
         container = self._c(queue, project)
         out = []
         after = names.subscription_obj(marker) if marker else None
