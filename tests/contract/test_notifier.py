@@ -5,8 +5,6 @@ subscription controller: the drivers leave the persistent consumers
 Zaqar's REST API, which lists through our subscription stage, still sees
 every subscription (zaqar_delay/stages.py)."""
 
-import pytest
-
 from tests import notifier
 from tests.contract.helpers import post
 from zaqar_delay import stages
@@ -32,15 +30,8 @@ def notified_listing(driver, queue, project, limit=10):
             return out
 
 
-@pytest.fixture
-def skip_swift(backend_name):
-    if backend_name == 'swift':
-        pytest.skip('Swift: the notifier still lists consumers '
-                    '(docs/swift.md, "Subscriptions")')
-
-
 def test_the_notifier_lists_no_consumer_the_rest_api_lists_all(
-        driver, make_queue, project, skip_swift):
+        driver, make_queue, project):
     queue = make_queue()
     subs = driver.subscription_controller
     hooks = ['http://127.0.0.1:9/%d' % i for i in range(3)]
@@ -61,7 +52,7 @@ def test_the_notifier_lists_no_consumer_the_rest_api_lists_all(
 
 
 def test_a_subscriber_changed_to_or_from_a_consumer_follows(
-        driver, make_queue, project, skip_swift):
+        driver, make_queue, project):
     queue = make_queue()
     subs = driver.subscription_controller
     sid = subs.create(queue, 'http://127.0.0.1:9/a', 3600, {},
