@@ -119,10 +119,10 @@ class SubscriptionController(storage.Subscription):
         (``with_consumers=True``: what Zaqar's REST API lists)."""
         container = self._c(queue, project)
         prefixes = ('s/', 'c/') if with_consumers else ('s/',)
-        pages = self._store.parallel(
-            lambda prefix: self._page(container, prefix, marker, limit),
-            prefixes)
-        merged = {sub['id']: sub for page in pages for sub in page}
+        # One prefix after the other, so that each page's GETs run in
+        # parallel (nested parallel calls run in line).
+        merged = {sub['id']: sub for prefix in prefixes
+                  for sub in self._page(container, prefix, marker, limit)}
         out = [merged[sid] for sid in sorted(merged)][:limit]
         yield iter(out)
         yield out[-1]['id'] if out else None
