@@ -16,7 +16,9 @@ Zaqar's storage pipeline with the notifier on:
 * ``before``: the same driver and queue, the notifier listing every
   subscription (``list(with_consumers=True)``, what it listed before
   issue 21);
-* ``zaqar``: Zaqar's own driver with the same consumers (Redis only);
+* ``zaqar``: Zaqar's own driver with the same consumers (Redis only, up
+  to ``ZAQAR_UP_TO`` consumers: its subscription create reads every
+  subscription of the queue, so creating 10,000 takes hours);
 
 with the ratios before/ours and zaqar/ours, the three taking turns post
 by post, and on Redis the round trips the last post of each sent to the
@@ -41,6 +43,7 @@ from tests import notifier
 from tests.servers.redis_server import RedisServer
 
 PROJECT = 'bench-notifier'
+ZAQAR_UP_TO = 1000
 MESSAGES = [{'ttl': 3600, 'body': n} for n in range(10)]
 
 
@@ -93,6 +96,8 @@ def setups(drivers, count):
     one)."""
     out = {}
     for name, driver in drivers.items():
+        if name == 'zaqar' and count > ZAQAR_UP_TO:
+            continue
         queue = 'q-%d-%s' % (count, uuid.uuid4().hex[:6])
         driver.queue_controller.create(queue, project=PROJECT)
         subscribe(driver, queue, count)
