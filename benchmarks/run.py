@@ -10,7 +10,9 @@ has no groups), claim latency on a grouped queue with 10,000 group heads in
 flight and 100,000 messages blocked behind them. Swift runs smaller sizes.
 Prints figures and ratios (ours / Zaqar's for throughput; latency against
 our own empty queue), and on Redis the round trips each call sends to the
-data and control stores (benchmarks/round_trips.py). ``--plot DIR`` also draws them (benchmarks/plot.py,
+data and control stores (benchmarks/round_trips.py; on MongoDB the
+requests sent, counted with a CommandListener on a server and per
+collection call on mongomock). ``--plot DIR`` also draws them (benchmarks/plot.py,
 needs matplotlib) as PNG files in DIR.
 """
 
@@ -21,6 +23,9 @@ import sys
 import uuid
 
 
+from pymongo import monitoring
+
+from benchmarks import round_trips
 from benchmarks import workloads
 from tests import backends
 from tests.servers.redis_server import RedisServer
@@ -138,7 +143,7 @@ def bench(ours, theirs, args):
         print('{:<28} {:>18} {:>18} {:>8}'.format(*row))
 
     if args.round_trips:
-        print_round_trips(ours, theirs, project)
+        print_round_trips(ours, theirs, project, args.round_trips)
 
     print('\n{:<28} {:>22} {:>22} {:>9}'.format(
         'claim latency median/p95', 'zaqar-delay', 'zaqar built-in',
@@ -168,11 +173,12 @@ def bench(ours, theirs, args):
     return figures
 
 
-def print_round_trips(ours, theirs, project):
-    """Round trips per call (Redis), data store + Zaqar's control store."""
-    from benchmarks import round_trips
+def print_round_trips(ours, theirs, project, measured):
+    """Round trips per call, data store + Zaqar's control store (Redis),
+    ``measured`` as benchmarks.round_trips counts them."""
     figures = [round_trips.per_call(driver, project,
-                                    workloads.fresh_queue(driver, project))
+                                    workloads.fresh_queue(driver, project),
+                                    measured)
                for driver in (ours, theirs)]
     print('\n{:<28} {:>18} {:>18}'.format(
         'round trips per call', 'zaqar-delay', 'zaqar built-in'))
@@ -220,14 +226,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     chosen = args.backend or ['redis', 'mongodb', 'swift']
     args = quick(args) if args.quick else full(args)
-    args.round_trips = False
     figures = {}
     with RedisServer() as server:
         if 'redis' in chosen:
             print('\n#### Redis:', server.binary, 'on', server.url)
-            args.round_trips = True
+            args.round_trips = round_trips.redis_round_trips
             figures['Redis'] = bench(*redis_pair(server.url), args)
-            args.round_trips = False
         if 'mongodb' in chosen:
             if args.mongodb_uri:
                 print('\n#### MongoDB:', args.mongodb_uri)
@@ -236,9 +240,13 @@ def main(argv=None):
                       'checks that both drivers run; the figures measure '
                       'mongomock, not MongoDB')
                 args = quick(args)
+            args.round_trips = round_trips.mongodb_round_trips
+            if args.mongodb_uri:
+                monitoring.register(round_trips.MongoCommands())
             figures['MongoDB' if args.mongodb_uri else 'mongomock'] = bench(
                 *mongodb_pair(server.url, args.mongodb_uri), args)
         if 'swift' in chosen:
+            args.round_trips = None
             from tests.servers.swift_server import SwiftServer
             with SwiftServer() as swift:
                 print('\n#### Swift: single node (1 replica, tempauth) on',

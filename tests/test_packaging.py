@@ -32,6 +32,10 @@ def test_every_backend_is_a_zaqar_data_driver_with_its_stages():
                                 ('topic', 'TopicStage')):
             stages = entry_points('%s.%s.stages' % (module, resource))
             assert stages['message_queue_handler'].load().__name__ == stage
+        # The REST API's subscription listing, consumers included.
+        stages = entry_points('%s.subscription.stages' % module)
+        assert stages['subscription_listing'].load().__name__ == (
+            'SubscriptionStage')
 
 
 def test_option_generator_lists_every_option_with_help():

@@ -9,6 +9,7 @@ to the next stage (finally Zaqar's queue controller); one that raises stops
 it, so refused metadata is never stored.
 """
 
+from zaqar.storage import base as storage_base
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import errors
@@ -52,3 +53,21 @@ class TopicStage(QueueStage):
         if not self._driver.topic_controller.exists(name, project=project):
             raise storage_errors.TopicDoesNotExist(name, project)
         return self._messages.stats(name, project)
+
+
+class SubscriptionStage:
+    """``<driver module>.subscription.stages``: Zaqar's REST API (and its
+    websocket API) list a queue's subscriptions through the pipeline, and
+    see every one, persistent consumers included. Zaqar's notifier lists
+    them straight from the driver's controller on every post, and there
+    each driver leaves the consumers out (they read by listing), so a
+    post does not cost more per consumer."""
+
+    def __init__(self, driver, control_driver):
+        self._driver = driver
+
+    def list(self, queue, project=None, marker=None,
+             limit=storage_base.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+        return self._driver.subscription_controller.list(
+            queue, project=project, marker=marker, limit=limit,
+            with_consumers=True)

@@ -162,10 +162,10 @@ def test_subscription_get_shows_the_report_list_does_not(driver, raw,
         'q', sid, project=project)['options']
     assert options == {'cursor': marker, 'lag': 2, 'lost': 0,
                        'last_active_age': 5, 'idle': False}
-    # Zaqar's notifier lists subscriptions on every post: no report there.
+    # The REST API's listing (with consumers): no report there either.
     raw.config_resetstat()
     listed_subs = list(next(driver.subscription_controller.list(
-        'q', project=project)))
+        'q', project=project, with_consumers=True)))
     assert listed_subs[0]['options'] == {}
     assert 'cmdstat_evalsha' not in raw.info('commandstats')
 

@@ -11,6 +11,9 @@ consume_id and queue. Fields, absent until first set:
 ``ch``  handed: last position handed to the consumer
 ``cl``  lost: positions skipped because their message went
 ``ca``  last active, epoch ms (store clock); set when created
+``cm``  true: set when created, so Zaqar's notifier, which lists the
+        subscriptions without it (index ``zd_sub_notified``), never
+        reads a consumer's
 ======  ==============================================================
 
 An update is one ``update_one`` with ``$max`` (cursor, handed only move
@@ -24,9 +27,11 @@ import re
 
 from zaqar_delay import consumers
 
-CURSOR, HANDED, LOST, ACTIVE = 'ck', 'ch', 'cl', 'ca'
+CURSOR, HANDED, LOST, ACTIVE, MARK = 'ck', 'ch', 'cl', 'ca', 'cm'
 # The fields a change of subscriber resets: the new consumer starts afresh.
 STATE = (CURSOR, HANDED, LOST)
+# Every consumer field: a subscriber changed to another scheme drops them.
+FIELDS = STATE + (ACTIVE, MARK)
 
 _ANY = {'$regex': '^' + re.escape(consumers.PREFIX)}
 
@@ -94,4 +99,6 @@ def restart(driver, queue, project):
 def fresh(subscriber, now):
     """The consumer fields a subscription document with ``subscriber``
     starts with (none for other schemes)."""
-    return {ACTIVE: now} if consumers.consume_id_of(subscriber) else {}
+    if consumers.consume_id_of(subscriber) is None:
+        return {}
+    return {ACTIVE: now, MARK: True}

@@ -77,7 +77,8 @@ group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
 Collection ``subscriptions``: ``_id`` id (UUID text), ``p``, ``s`` source
 queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 ``x`` expires as a date (TTL index), ``o`` options (JSON text), ``c``
-confirmed, ``k`` creation order (ObjectId).
+confirmed, ``k`` creation order (ObjectId); persistent consumers' fields in
+consumers.py (``cm`` true marks one).
 
 Ready for later features without migrating documents: persistent-consumer
 cursors are positions ``k``; redelivery backoff reads ``cc`` and ``rd``.
@@ -166,6 +167,10 @@ SUBSCRIPTION_INDEXES = {
     'zd_sub_subscriber': ([('p', ASC), ('s', ASC), ('u', ASC)],
                           {'unique': True}),
     'zd_sub_order': ([('p', ASC), ('s', ASC), ('k', ASC)], {}),
+    # Zaqar's notifier's listing, on every post: consumers (``cm`` true,
+    # consumers.py) are outside its bounds, never examined.
+    'zd_sub_notified': ([('p', ASC), ('s', ASC), ('cm', ASC), ('k', ASC)],
+                        {}),
     # MongoDB's TTL monitor removes expired subscriptions; reads also
     # filter on ``e``, so the monitor's lag is never visible.
     'zd_sub_ttl': ([('x', ASC)], {'expireAfterSeconds': 0}),

@@ -48,16 +48,26 @@ class SubscriptionController(storage.Subscription):
         return None if doc is None else self._render(doc, now)
 
     def list(self, queue, project=None, marker=None,
-             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE,
+             with_consumers=False):
+        """A page of the queue's subscriptions in id order: without the
+        persistent consumers' (what Zaqar's notifier, which lists them on
+        every post, reaches: index ``zd_sub_notified`` skips consumers
+        without reading them), or with them (``with_consumers=True``:
+        what Zaqar's REST API lists, through our subscription stage)."""
         now = self.driver.now()
         query = self._live(queue, project, now)
+        index = 'zd_sub_order'
+        if not with_consumers:
+            # Consumers stored before the mark are listed, as before.
+            query[consumer_state.MARK] = None
+            index = 'zd_sub_notified'
         if marker:
             after = self._subs.find_one(
                 self._where(queue, project, _id=str(marker)), {'k': True})
             if after is not None:
                 query['k'] = {'$gt': after['k']}
-        docs = self._subs.find(query, None, [('k', 1)], limit,
-                               'zd_sub_order')
+        docs = self._subs.find(query, None, [('k', 1)], limit, index)
         found = [self._render(doc, now) for doc in docs]
         yield iter(found)
         yield found[-1]['id'] if found else None
@@ -114,8 +124,8 @@ class SubscriptionController(storage.Subscription):
             changes['u'] = subscriber
             # The new consumer starts afresh; the old one's state goes.
             changes.update(consumer_state.fresh(subscriber, now))
-            reset = {field: '' for field in consumer_state.STATE
-                     + (consumer_state.ACTIVE,) if field not in changes}
+            reset = {field: '' for field in consumer_state.FIELDS
+                     if field not in changes}
         if kwargs.get('options') is not None:
             changes['o'] = json.dumps(kwargs['options'])
         if kwargs.get('ttl') is not None:

@@ -74,6 +74,12 @@ key                type    holds
 ``Q:cons:<cid>``   hash    one persistent consumer: ``c`` cursor, ``h`` last
                            position handed (both '' for none), ``l`` lost,
                            ``a`` last active (ms), ``r`` registered (ms)
+``Q:notified``     zset    ids of the subscriptions that are not persistent
+                           consumers', scored as in ``Q:subs``: what
+                           Zaqar's notifier lists on every post
+``Q:nindexed``     string  ``done`` once the subscriptions stored before
+                           ``Q:notified`` existed were filed (else the
+                           ZSCAN cursor of that filing)
 ``Q:meta``         string  a copy of the queue's metadata (JSON) from
                            Zaqar's control store, kept 60 s at most
                            (metadata.py; not with pooling)
@@ -187,6 +193,11 @@ def subscription_keys(queue, project):
     """(id index zset, subscriber -> id hash) of a queue's subscriptions."""
     prefix = queue_prefix(queue, project)
     return prefix + ':subs', prefix + ':subscribers'
+
+
+def notified_key(queue, project):
+    """Zset of the subscriptions Zaqar's notifier reaches (subscriptions.py)."""
+    return queue_prefix(queue, project) + ':notified'
 
 
 def subscription_key(queue, project, subscription_id):

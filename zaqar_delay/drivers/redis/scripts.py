@@ -13,7 +13,7 @@ QUEUE_SCRIPTS = ('post', 'claim', 'list', 'first', 'get', 'delete',
                  'group_purge', 'group_move', 'clean', 'consumers',
                  'consumer_register', 'consumer_forget', 'consumer_update',
                  'count_after', 'readers', 'consumer_subscribed',
-                 'layout_free', 'meta_fill', 'meta_forget')
+                 'layout_free', 'meta_fill', 'meta_forget', 'notified')
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,6 +18,14 @@ it, delete forgets it, and get shows its state in ``options`` (not list:
 Zaqar's notifier lists the subscriptions on every post). Its state lives as
 long as the subscription (see ``consumer_live`` in lua/_common.lua),
 expiry included.
+
+Zaqar's notifier lists the subscriptions on every post, straight from this
+controller: ``list`` gives it those of ``Q:notified`` (same scores as
+``Q:subs``, every subscription but the consumers'), one script call per
+page (lua/notified.lua), so a post costs the same with 10,000 consumers as
+with none. Zaqar's REST API lists through the pipeline, where our
+subscription stage (zaqar_delay/stages.py) asks for
+``list(..., with_consumers=True)``: ``Q:subs``, consumers included, as before.
 """
 
 import json
@@ -33,6 +41,9 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.redis import keys
 
 FIELDS = ('s', 'u', 't', 'e', 'o', 'c')
+# Subscriptions filed into, or expired ones dropped from, Q:notified per
+# script call at most (lua/notified.lua).
+NOTIFIED_PER_CALL = 500
 
 
 class SubscriptionController(storage.Subscription):
@@ -47,17 +58,30 @@ class SubscriptionController(storage.Subscription):
         values = self._guarded(lambda: self._client.hmget(key, FIELDS))
         if values[0] is None:
             return None
-        source, subscriber, ttl, expires, options, confirmed = (
-            v.decode() for v in values)
-        now = int(time.time())
-        return {'id': subscription_id, 'source': source,
-                'subscriber': subscriber, 'ttl': int(ttl),
-                'age': now - (int(expires) - int(ttl)),
-                'options': json.loads(options),
-                'confirmed': confirmed == '1'}
+        return _rendered(subscription_id, values)
 
     def list(self, queue, project=None, marker=None,
-             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE,
+             with_consumers=False):
+        """A page of the queue's subscriptions in id order: without the
+        persistent consumers' (what Zaqar's notifier reaches), or with
+        them (``with_consumers=True``: what Zaqar's REST API lists)."""
+        if with_consumers:
+            return self._every(queue, project, marker, limit)
+        return self._notified(queue, project, marker, limit)
+
+    def _notified(self, queue, project, marker, limit):
+        reply = [0]
+        while reply[0] == 0:
+            reply = self.driver.run_script('notified', queue, project,
+                                           marker or '', limit,
+                                           NOTIFIED_PER_CALL)
+        found = [_rendered(sid.decode(), values)
+                 for sid, values in zip(reply[1::2], reply[2::2])]
+        yield iter(found)
+        yield found[-1]['id'] if found else None
+
+    def _every(self, queue, project, marker, limit):
         index, _ = keys.subscription_keys(queue, project)
         start = 0
         if marker:
@@ -112,6 +136,8 @@ class SubscriptionController(storage.Subscription):
             pipe.expire(key, ttl)
             pipe.zadd(index, {subscription_id: _creation_second(
                 subscription_id)})
+            _file_notified(pipe, queue, project, subscription_id, subscriber,
+                           _creation_second(subscription_id))
 
         self.driver.pipelined(write)
         self._subscribed(queue, project, subscriber, now + ttl)
@@ -142,6 +168,9 @@ class SubscriptionController(storage.Subscription):
             self._guarded(lambda: self._client.hdel(
                 subscribers, current['subscriber']))
             fields['u'] = new_subscriber
+            # Ids stored by earlier releases carry no creation time.
+            score = self._guarded(lambda: self._client.zscore(
+                index, subscription_id)) or 0
         if kwargs.get('options') is not None:
             fields['o'] = json.dumps(kwargs['options'])
         ttl = kwargs.get('ttl')
@@ -153,6 +182,9 @@ class SubscriptionController(storage.Subscription):
                 pipe.hset(key, mapping=fields)
             if ttl is not None:
                 pipe.expire(key, ttl)
+            if moved:
+                _file_notified(pipe, queue, project, subscription_id,
+                               new_subscriber, score)
 
         self.driver.pipelined(write)
         if moved or ttl is not None:
@@ -176,6 +208,9 @@ class SubscriptionController(storage.Subscription):
             pipe.zrem(index, subscription_id)
             pipe.delete(keys.subscription_key(queue, project,
                                               subscription_id))
+            # After the hash: notified.lua files only ids whose hash is
+            # there, so it cannot file this one again.
+            pipe.zrem(keys.notified_key(queue, project), subscription_id)
             if found:
                 pipe.hdel(subscribers, found['subscriber'])
 
@@ -195,6 +230,8 @@ class SubscriptionController(storage.Subscription):
             # The subscription expired; free its subscriber URI.
             self._guarded(lambda: self._client.hdel(subscribers, subscriber))
             self._guarded(lambda: self._client.zrem(index, sid))
+            self._guarded(lambda: self._client.zrem(
+                keys.notified_key(queue, project), sid))
         return found
 
     def confirm(self, queue, subscription_id, project=None, confirmed=True):
@@ -203,7 +240,31 @@ class SubscriptionController(storage.Subscription):
         self._guarded(lambda: self._client.hset(key, 'c', int(confirmed)))
 
 
+def _file_notified(pipe, queue, project, subscription_id, subscriber,
+                   score):
+    """Queue on ``pipe`` the filing of a subscription under Q:notified at
+    ``score`` (its score in Q:subs) when Zaqar's notifier is to reach its
+    ``subscriber`` (not a persistent consumer), its removal otherwise."""
+    notified = keys.notified_key(queue, project)
+    if subscriber.startswith(consumers.PREFIX):
+        pipe.zrem(notified, subscription_id)
+    else:
+        pipe.zadd(notified, {subscription_id: score})
+
+
 def _creation_second(subscription_id):
     """The creation second an ObjectId id carries (rules.new_subscription_id):
     ids of one second sort by their text after it, as the zset orders ties."""
     return int(bson.ObjectId(subscription_id).generation_time.timestamp())
+
+
+def _rendered(subscription_id, values):
+    """A subscription from its hash's FIELDS."""
+    source, subscriber, ttl, expires, options, confirmed = (
+        v.decode() for v in values)
+    now = int(time.time())
+    return {'id': subscription_id, 'source': source,
+            'subscriber': subscriber, 'ttl': int(ttl),
+            'age': now - (int(expires) - int(ttl)),
+            'options': json.loads(options),
+            'confirmed': confirmed == '1'}

@@ -261,8 +261,10 @@ def total_obj(seq):
     return 't/' + pos(seq)
 
 
-def subscription_obj(subscription_id):
-    return 's/' + enc(subscription_id)
+def subscription_obj(subscription_id, consumer=False):
+    """``s/<id>``; ``c/<id>`` for a persistent consumer's, which Zaqar's
+    notifier does not list (subscriptions.py)."""
+    return ('c/' if consumer else 's/') + enc(subscription_id)
 
 
 def subscriber_obj(subscriber):

@@ -13,6 +13,14 @@ before anything is stored), an update of the subscriber moves it, delete
 forgets it, and get shows its state in ``options``. ``u/`` carries the
 subscription's expiry in its Content-Type (``e``), so the consumers'
 listing drops expired ones without a GET.
+
+A consumer's subscription is stored as ``c/<id>`` instead of ``s/<id>``:
+Zaqar's notifier lists the subscriptions on every post, straight from
+this controller, and ``list`` gives it ``s/`` alone, so a post costs the
+same whatever the number of consumers (those stored by earlier releases
+stay under ``s/`` and are still listed to it, as before). Zaqar's REST
+API lists through our subscription stage (zaqar_delay/stages.py), which
+asks for ``with_consumers=True``: both prefixes, merged in id order.
 """
 
 import itertools
@@ -47,12 +55,20 @@ class SubscriptionController(storage.Subscription):
     def _c(self, queue, project):
         return names.container(names.SUBSCRIPTIONS, queue, project)
 
-    def _load(self, container, subscription_id):
-        found = self._store.get_json(container,
-                                     names.subscription_obj(subscription_id))
-        if found is None:
+    def _load(self, container, subscription_id, consumer=None):
+        """The live subscription, looked for under ``c/`` (``consumer``
+        True), ``s/`` (False) or both at once (None: not known, or a
+        consumer an earlier release may have stored under ``s/``). ``c/``
+        wins: a consumer's writes go there, leaving an earlier release's
+        ``s/`` copy to expire."""
+        kinds = (True, False) if consumer is None else (consumer,)
+        found = [data for data in self._store.parallel(
+            lambda kind: self._store.get_json(
+                container, names.subscription_obj(subscription_id, kind)),
+            kinds) if data is not None]
+        if not found:
             return None
-        data = found[1]
+        data = found[0][1]
         now = int(time.time())
         if data['e'] <= now:
             return None
@@ -69,7 +85,9 @@ class SubscriptionController(storage.Subscription):
                 'o': subscription['options'],
                 'c': subscription['confirmed']}
         self._store.put(container,
-                        names.subscription_obj(subscription['id']),
+                        names.subscription_obj(
+                            subscription['id'],
+                            _is_consumer(subscription['subscriber'])),
                         json.dumps(data).encode(),
                         content_type='application/json',
                         headers={'X-Delete-At': str(expires + 1)})
@@ -94,24 +112,39 @@ class SubscriptionController(storage.Subscription):
         return False
 
     def list(self, queue, project=None, marker=None,
-             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE):
+             limit=storage.DEFAULT_SUBSCRIPTIONS_PER_PAGE,
+             with_consumers=False):
+        """A page of the queue's subscriptions in id order: ``s/`` alone
+        (what Zaqar's notifier reaches), or with the consumers' ``c/``
+        (``with_consumers=True``: what Zaqar's REST API lists)."""
         container = self._c(queue, project)
+        prefixes = ('s/', 'c/') if with_consumers else ('s/',)
+        # One prefix after the other, so that each page's GETs run in
+        # parallel (nested parallel calls run in line).
+        merged = {sub['id']: sub for prefix in prefixes
+                  for sub in self._page(container, prefix, marker, limit)}
+        out = [merged[sid] for sid in sorted(merged)][:limit]
+        yield iter(out)
+        yield out[-1]['id'] if out else None
+
+    def _page(self, container, prefix, marker, limit):
+        """Up to ``limit`` live subscriptions under ``prefix`` after
+        ``marker``, in id order."""
         out = []
-        after = names.subscription_obj(marker) if marker else None
+        after = prefix + names.enc(marker) if marker else None
         while len(out) < limit:
-            page = self._store.listing(container, 's/', marker=after,
+            page = self._store.listing(container, prefix, marker=after,
                                        limit=limit)
             if not page:
                 break
             after = page[-1]['name']
             ids = [names.parse_subscription(e['name']) for e in page]
             found = self._store.parallel(
-                lambda sid: self._load(container, sid), ids)
+                lambda sid: self._load(container, sid, prefix == 'c/'), ids)
             out += [sub for sub in found if sub][:limit - len(out)]
             if len(page) < limit:
                 break
-        yield iter(out)
-        yield out[-1]['id'] if out else None
+        return out
 
     def get(self, queue, subscription_id, project=None):
         found = self._load(self._c(queue, project), subscription_id)
@@ -177,6 +210,11 @@ class SubscriptionController(storage.Subscription):
         expires = None if kwargs.get('ttl') else _expires(current)
         current['ttl'] = ttl
         self._write(container, current, expires)
+        if moved and _is_consumer(old_subscriber) != _is_consumer(
+                new_subscriber):
+            # Written under its new prefix first: never missing meanwhile.
+            self._store.delete(container, names.subscription_obj(
+                subscription_id, _is_consumer(old_subscriber)))
         if moved:
             self.driver.message_controller.forget_consumer(
                 queue, project, old_subscriber)
@@ -188,7 +226,8 @@ class SubscriptionController(storage.Subscription):
     def delete(self, queue, subscription_id, project=None):
         container = self._c(queue, project)
         found = self._load(container, subscription_id)
-        doomed = [names.subscription_obj(subscription_id)]
+        doomed = [names.subscription_obj(subscription_id, kind)
+                  for kind in (False, True)]
         if found:
             doomed.insert(0, names.subscriber_obj(found['subscriber']))
         self._store.delete_many(container, doomed)
@@ -201,7 +240,9 @@ class SubscriptionController(storage.Subscription):
         found = self._store.get(container, names.subscriber_obj(subscriber))
         if found is None:
             return None
-        return self._load(container, found[1].decode())
+        # A consumer: maybe stored under s/ by an earlier release.
+        return self._load(container, found[1].decode(),
+                          None if _is_consumer(subscriber) else False)
 
     def confirm(self, queue, subscription_id, project=None, confirmed=True):
         container = self._c(queue, project)
@@ -210,6 +251,10 @@ class SubscriptionController(storage.Subscription):
             raise storage_errors.SubscriptionDoesNotExist(subscription_id)
         current['confirmed'] = bool(confirmed)
         self._write(container, current, _expires(current))
+
+
+def _is_consumer(subscriber):
+    return subscriber.startswith(consumers.PREFIX)
 
 
 def _expires(subscription):

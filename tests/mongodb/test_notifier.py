@@ -1,0 +1,35 @@
+"""MongoDB: what a post costs with Zaqar's notifier on, counted in
+requests on mongomock (benchmarks/round_trips.py: outermost collection
+calls), never timed."""
+
+import pytest
+
+from benchmarks import round_trips
+from tests import notifier
+from tests.contract.helpers import post
+
+
+@pytest.fixture
+def on_mongomock():
+    from tests.factories import mongodb as mongodb_factory
+    if mongodb_factory.real_server_uri():
+        pytest.skip('counts calls on mongomock')
+
+
+def test_a_post_costs_the_same_with_25_consumers_as_with_none(
+        driver, make_queue, project, on_mongomock):
+    queue = make_queue()
+    notifying = notifier.notifying(driver)
+    subs = driver.subscription_controller
+    post(notifying, queue, project, 'warm-up')
+
+    def requests():
+        with round_trips.mongodb_counting() as sent:
+            post(notifying, queue, project, *range(10))
+        return sent
+
+    alone = requests()
+    for _ in range(25):
+        subs.create(queue, notifier.consumer_subscriber(), 3600, {},
+                    project=project)
+    assert requests() == alone
