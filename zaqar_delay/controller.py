@@ -80,14 +80,16 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         return dataclasses.replace(policy, retention=retention.from_metadata(
             metadata, self._operator_retention.for_queue(queue, project)))
 
-    def read_policy(self, queue, project):
+    def read_policy(self, queue, project, purge=False):
         """The queue's validated policy for a claim or pop: its retention
         includes what the persistent consumers have all read, and on a
         sticky queue it names the client (InvalidInput when none is
-        known)."""
+        known), except for Zaqar's own ``purge``, which takes every group,
+        pinned or not, and pins none."""
         policy = self.policy(queue, project)
         return dataclasses.replace(
-            policy, client=sticky.client_for(queue, policy),
+            policy,
+            client=None if purge else sticky.client_for(queue, policy),
             retention=self.with_readers(queue, project, policy.retention))
 
     def retention_of(self, queue, project):
@@ -254,8 +256,11 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def pop(self, queue, limit, project=None):
         rules.check_limit(limit, rules.pop_bound(
             self._limits.max_messages_per_claim_or_pop))
+        # Zaqar's transport refuses a client's pop above this bound: only
+        # Zaqar's own queue purge asks for more (rules.pop_bound).
+        purge = limit > self._limits.max_messages_per_claim_or_pop
         try:
-            policy = self.read_policy(queue, project)
+            policy = self.read_policy(queue, project, purge=purge)
         except storage_errors.QueueDoesNotExist:
             # As Zaqar's drivers: nothing to pop from a queue that is not.
             return []

@@ -257,3 +257,32 @@ def test_purging_the_queue_forgets_its_pins(sticky_queue, driver, project):
     driver.queue_controller.create(queue, metadata=STICKY, project=project)
     post(driver, queue, project, msg('a', 3))
     assert names(claim_as(BOB, driver, queue, project)[1]) == ['a3']
+
+
+def test_zaqars_purge_pops_every_group_and_pins_none(sticky_queue, driver,
+                                                     project):
+    """Zaqar's queue purge pops 100 at a time (more than a client may),
+    as whichever client asked: it must empty the queue, groups pinned to
+    other clients included, and leave no group pinned to itself."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1),
+         msg('b', 2), msg('c', 1))
+    for client in (ALICE, BOB):
+        claim_id, got = claim_as(client, driver, queue, project, limit=1)
+        delete_as(client, driver, queue, project, got, claim_id)
+    # As deployed: Zaqar's purge asks for more than a client may pop.
+    driver.conf.set_override('max_messages_per_claim_or_pop', 20,
+                             group='transport')
+    purged = []
+    with sticky.acting_as('purger'):
+        while True:
+            popped = driver.message_controller.pop(
+                queue, rules.ZAQAR_PURGE_POP, project=project)
+            if not popped:
+                break
+            purged.extend(popped)
+    assert sorted(names(purged)) == ['a2', 'b2', 'c1']
+    counts = stats(driver, queue, project)
+    assert counts['total'] == 0 and 'groups_pinned' not in counts
+    post(driver, queue, project, msg('a', 3), msg('c', 2))
+    assert names(claim_as('carol', driver, queue, project)[1]) == ['a3', 'c2']

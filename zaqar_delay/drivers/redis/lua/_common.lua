@@ -137,7 +137,7 @@ local function sweep_idle(n, sticky_on)
     idle = redis.call('ZRANGE', ACTIVE, 0, 0)
   end
   local client = idle[1]
-  if not client then return end
+  if not client then return false end
   for _, group in ipairs(redis.call('SRANDMEMBER', pinned_groups(client), n)) do
     if redis.call('HGET', PINS, group) == client then
       unpin(group, client)
@@ -149,14 +149,27 @@ local function sweep_idle(n, sticky_on)
     redis.call('ZREM', ACTIVE, client)
     redis.call('DEL', pinned_avail(client))
   end
+  return true
 end
 
 -- A claim or pop by `client` on a queue whose sticky time is `sticky_ms`
 -- (0: not sticky): records the client as active and frees a batch of
 -- groups of idle clients. Returns the client's own index of pinned heads,
--- or nil when the queue is not sticky.
-local function sticky_claim(client, sticky_ms)
-  local on = sticky_ms > 0 and client ~= ''
+-- or nil when the queue is not sticky. No client on a sticky queue is
+-- Zaqar's own purge (the controller refuses any other claim or pop
+-- without one): it frees groups of any client, a few batches per call,
+-- until avail holds `limit` heads, so that it pops every group.
+local function sticky_claim(client, sticky_ms, limit)
+  if sticky_ms > 0 and client == '' then
+    for _ = 1, 5 do
+      if redis.call('ZCARD', AVAIL) >= limit
+          or not sweep_idle(BATCH, false) then
+        break
+      end
+    end
+    return nil
+  end
+  local on = sticky_ms > 0
   if on then
     redis.call('SET', STICKY_MS, sticky_ms)
   elseif redis.call('EXISTS', STICKY_MS) == 1 then

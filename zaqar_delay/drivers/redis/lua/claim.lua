@@ -11,7 +11,7 @@
 -- ARGV[13] deleted-id memory (ms): popped ids are remembered this long
 -- ARGV[14] retention time (ms, 0: none)  ARGV[15] retention length (0: none)
 -- ARGV[16] read-by-all cut ('' none, -1: nothing read by all yet)
--- ARGV[17] client ('' when the queue is not sticky)
+-- ARGV[17] client ('' when the queue is not sticky, or for Zaqar's purge)
 -- ARGV[18] sticky time (ms, 0: not sticky)
 -- Sticky queues: the client's own pinned heads (pinned_avail) and avail
 -- are read together in position order; a head taken from avail pins its
@@ -44,8 +44,9 @@ refresh(2 * limit)
 use_retention(ARGV[14], ARGV[15], ARGV[16])
 if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
 local from = visible_from()
-local mine = sticky_claim(ARGV[17], tonumber(ARGV[18]))
-local client = ARGV[17]
+-- (Both absent: a caller that predates sticky groups.)
+local client = ARGV[17] or ''
+local mine = sticky_claim(client, tonumber(ARGV[18] or 0), limit)
 
 -- The first claimable id of `index` at or after `from`: {id, position}.
 local function peek(index)
