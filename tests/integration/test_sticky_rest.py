@@ -134,3 +134,19 @@ def test_sticky_attribute_errors_are_400(stack):
         '_message_group_key': 'g'}).status_code == 201
     reply = patch_metadata(producer, 'ok', '_message_group_sticky', -5)
     assert reply.status_code == 400, reply.text
+
+
+def test_a_backend_without_sticky_groups_answers_400(client, backend_name):
+    """Zaqar's own WSGI app on each backend: where sticky groups are not
+    implemented, the attribute is refused, never silently ignored."""
+    metadata = {'_message_group_key': 'g', '_message_group_sticky': 30}
+    reply = client.call('PUT', '/queues/jobs', json=metadata)
+    if backend_name == 'redis':
+        assert reply.status_code == 201, reply.text
+        return
+    assert reply.status_code == 400, reply.text
+    assert 'not implemented' in reply.json()['description']
+    assert client.call('PUT', '/queues/jobs', json={
+        '_message_group_key': 'g'}).status_code == 201
+    reply = patch_metadata(client, 'jobs', '_message_group_sticky', 30)
+    assert reply.status_code == 400, reply.text
