@@ -36,12 +36,17 @@ from zaqar_delay import consumers
 from zaqar_delay import errors
 from zaqar_delay import retention
 from zaqar_delay import rules
+from zaqar_delay import sticky
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import retention as retention_options
 
 
 class MessageController(storage.Message, metaclass=abc.ABCMeta):
     """Zaqar's message API on top of a backend's primitives."""
+
+    # Whether the backend implements _message_group_sticky; one that does
+    # not refuses the attribute (400) rather than ignore it.
+    STICKY_GROUPS = False
 
     def __init__(self, driver):
         super().__init__(driver)
@@ -67,15 +72,25 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         InvalidInput, naming the attribute, if it is not valid."""
         policy = rules.QueuePolicy.from_metadata(
             metadata, self._limits.max_message_delay, queue=queue)
+        if policy.sticky and not self.STICKY_GROUPS:
+            raise errors.InvalidInput(
+                '{} is not implemented by the {} store yet'.format(
+                    rules.STICKY,
+                    type(self.driver).__module__.split('.')[-2]))
         return dataclasses.replace(policy, retention=retention.from_metadata(
             metadata, self._operator_retention.for_queue(queue, project)))
 
-    def read_policy(self, queue, project):
+    def read_policy(self, queue, project, purge=False):
         """The queue's validated policy for a claim or pop: its retention
-        includes what the persistent consumers have all read."""
+        includes what the persistent consumers have all read, and on a
+        sticky queue it names the client (InvalidInput when none is
+        known), except for Zaqar's own ``purge``, which takes every group,
+        pinned or not, and pins none."""
         policy = self.policy(queue, project)
-        return dataclasses.replace(policy, retention=self.with_readers(
-            queue, project, policy.retention))
+        return dataclasses.replace(
+            policy,
+            client=None if purge else sticky.client_for(queue, policy),
+            retention=self.with_readers(queue, project, policy.retention))
 
     def retention_of(self, queue, project):
         """What ``queue`` keeps, for reads and cleanup: never an error
@@ -241,8 +256,11 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def pop(self, queue, limit, project=None):
         rules.check_limit(limit, rules.pop_bound(
             self._limits.max_messages_per_claim_or_pop))
+        # Zaqar's transport refuses a client's pop above this bound: only
+        # Zaqar's own queue purge asks for more (rules.pop_bound).
+        purge = limit > self._limits.max_messages_per_claim_or_pop
         try:
-            policy = self.read_policy(queue, project)
+            policy = self.read_policy(queue, project, purge=purge)
         except storage_errors.QueueDoesNotExist:
             # As Zaqar's drivers: nothing to pop from a queue that is not.
             return []
@@ -298,10 +316,11 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                     limit=storage.DEFAULT_MESSAGES_PER_PAGE):
         """One page of the queue's groups, in group-id order.
 
-        Yields an iterator of ``{'id', 'depth', 'head', 'in_flight'}`` (the
-        group id as it appears in bodies, its number of live messages, the
-        id of its first one, and whether that one is claimed), then the
-        marker of the next page.
+        Yields an iterator of ``{'id', 'depth', 'head', 'in_flight',
+        'client'}`` (the group id as it appears in bodies, its number of
+        live messages, the id of its first one, whether that one is
+        claimed, and the live client it is pinned to on a sticky queue, or
+        None), then the marker of the next page.
         """
         rules.check_limit(limit)
         groups = self._groups(queue, project,
@@ -316,6 +335,19 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         self.policy(queue, project)
         return self._purge_group(queue, project,
                                  rules.encode_group_id(group))
+
+    def unpin_group(self, queue, group, project=None):
+        """Free a sticky group from its client (operator): its next message
+        goes to whichever client claims first. Returns the client it was
+        pinned to, or None."""
+        self.policy(queue, project)
+        return self._unpin_group(queue, project,
+                                 rules.encode_group_id(group))
+
+    def _unpin_group(self, queue, project, group):
+        """Unpin an encoded group; its former client or None. Backends
+        without sticky groups have none to unpin."""
+        return None
 
     def move_group(self, queue, group, target, project=None):
         """Move ``group`` to the tail of queue ``target`` (same project),

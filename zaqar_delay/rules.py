@@ -23,6 +23,10 @@ MAX_CLAIM_COUNT = '_max_claim_count'
 DEAD_LETTER_QUEUE = '_dead_letter_queue'
 DEAD_LETTER_TTL = '_dead_letter_queue_messages_ttl'
 REDELIVERY_DELAY = '_redelivery_delay'
+# Seconds a client keeps its groups after its last claim, renewal or delete
+# (sticky.py).
+STICKY = '_message_group_sticky'
+MAX_STICKY = 7 * 24 * 3600
 # Zaqar's own: its transport encrypts bodies before a driver sees them.
 ENCRYPTED = '_enable_encrypt_messages'
 
@@ -64,6 +68,11 @@ class QueuePolicy:
     dead_letter_queue: str = None
     dead_letter_ttl: int = None
     redelivery_delay: int = 0
+    # Sticky seconds (0: groups are not sticky).
+    sticky: int = 0
+    # The client a claim or pop is made for on a sticky queue (set per call
+    # by the controllers, from sticky.client_for).
+    client: str = None
     # zaqar_delay.retention.Retention; None until a controller fills it in.
     retention: object = None
 
@@ -119,12 +128,20 @@ class QueuePolicy:
                 '{} cannot be used on a queue with {}: message groups '
                 'read the body, which Zaqar encrypts before storing '
                 'it'.format(GROUP_KEY, ENCRYPTED))
+        sticky = get(STICKY)
+        if sticky is not None:
+            check_int(STICKY, sticky, 1, MAX_STICKY)
+            if group_key is None:
+                raise errors.InvalidInput(
+                    '{} needs {}: only message groups can be '
+                    'sticky'.format(STICKY, GROUP_KEY))
         return cls(default_delay=default_delay or 0,
                    group_key=group_key or None,
                    max_claim_count=max_claims or 0,
                    dead_letter_queue=dlq,
                    dead_letter_ttl=dlq_ttl,
-                   redelivery_delay=redelivery or 0)
+                   redelivery_delay=redelivery or 0,
+                   sticky=sticky or 0)
 
     @classmethod
     def for_arrivals(cls, metadata):

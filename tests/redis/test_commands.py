@@ -13,6 +13,7 @@ import redis as redis_py
 from tests.contract.helpers import CLIENT
 from tests.factories import redis as redis_factory
 from tests.servers import zaqar_server
+from zaqar_delay import sticky
 
 pytestmark = pytest.mark.integration
 
@@ -79,3 +80,40 @@ def test_groups_command_lists_purges_and_moves(request, conf, config,
     missing = command('zaqar-delay-groups', config, 'move', project, 'src',
                       'b', 'nowhere')
     assert missing.returncode == 1 and 'nowhere' in missing.stderr
+
+
+def test_groups_command_shows_and_unpins_sticky_groups(request, conf, config,
+                                                       project):
+    driver = redis_factory.make_driver(request, conf)
+    driver.queue_controller.create('jobs', metadata={
+        '_message_group_key': 'g', '_message_group_sticky': 600},
+        project=project)
+    driver.message_controller.post('jobs', [
+        {'ttl': 600, 'body': {'g': g}} for g in ('a', 'a', 'b')], CLIENT,
+        project=project)
+    with sticky.acting_as('worker-1'):
+        claim_id, got = driver.claim_controller.create(
+            'jobs', {'ttl': 60}, project=project, limit=1)
+        driver.message_controller.delete('jobs', list(got)[0]['id'],
+                                         project=project, claim=claim_id)
+
+    def groups(*args):
+        # The module zaqar-delay-groups runs (its unpin action is new).
+        return subprocess.run(
+            [sys.executable, '-m', 'zaqar_delay.cmd.groups',
+             '--config-file', config, *args],
+            timeout=60, capture_output=True, text=True)
+
+    listed = groups('list', project, 'jobs')
+    assert listed.returncode == 0, listed.stderr
+    assert [(g['id'], g['client']) for g in map(
+        json.loads, listed.stdout.splitlines())] == [('a', 'worker-1'),
+                                                     ('b', None)]
+    unpinned = groups('unpin', project, 'jobs', 'a')
+    assert (unpinned.returncode, unpinned.stdout) == (
+        0, 'unpinned from worker-1\n')
+    assert groups('unpin', project, 'jobs', 'a').stdout == 'not pinned\n'
+    with sticky.acting_as('worker-2'):
+        _, got = driver.claim_controller.create('jobs', {'ttl': 60},
+                                                project=project)
+        assert [m['body']['g'] for m in got] == ['a', 'b']

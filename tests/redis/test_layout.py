@@ -103,6 +103,26 @@ def test_gc_removes_everything_expired(driver, raw, project, clock):
     assert remaining == []
 
 
+def test_gc_frees_the_groups_of_a_sticky_client_gone_idle(driver, raw,
+                                                           project, clock):
+    from zaqar_delay import sticky
+    driver.queue_controller.create('q', metadata={
+        '_message_group_key': 'g', '_message_group_sticky': 60},
+        project=project)
+    post(driver, 'q', project, {'g': 'a'}, {'g': 'a'})
+    with sticky.acting_as('alice'):
+        claim_id, got = claim(driver, 'q', project)
+        driver.message_controller.delete('q', got[0]['id'], project=project,
+                                         claim=claim_id)
+    pins = keys.queue_prefix('q', project) + ':pin'
+    assert raw.hlen(pins) == 1
+    clock.advance(60)
+    driver.gc()
+    assert raw.hlen(pins) == 0
+    assert [k for k in ours(raw, project) if ':pa:' in k or ':pg:' in k
+            or k.endswith(':pseen')] == []
+
+
 def test_unreachable_redis_raises_zaqars_connection_error(conf, redis_url):
     from zaqar_delay.drivers.redis import driver as redis_driver
     from tests.servers.redis_server import free_port

@@ -6,6 +6,12 @@ talks to the message store directly, as ``zaqar-gc`` does::
     zaqar-delay-groups --config-file zaqar.conf list   PROJECT QUEUE
     zaqar-delay-groups --config-file zaqar.conf purge  PROJECT QUEUE GROUP
     zaqar-delay-groups --config-file zaqar.conf move   PROJECT QUEUE GROUP TARGET
+    zaqar-delay-groups --config-file zaqar.conf unpin  PROJECT QUEUE GROUP
+
+``list`` prints one JSON object per group; on a sticky queue
+(``_message_group_sticky``) its ``client`` is the Client-ID the group is
+pinned to (null when none). ``unpin`` frees a group from its client: its
+next message goes to whichever client claims first.
 
 A GROUP given as ``int:42`` means the integer 42; anything else is the
 string as typed (``str:int:42`` for the string "int:42").
@@ -19,7 +25,7 @@ from zaqar.storage import pooling
 
 from zaqar_delay import cmd
 
-ACTIONS = {'list': 2, 'purge': 3, 'move': 4}
+ACTIONS = {'list': 2, 'purge': 3, 'move': 4, 'unpin': 3}
 
 
 def parse_group(text):
@@ -71,6 +77,11 @@ def main(argv=None, out=sys.stdout):
             count = messages.purge_group(action.queue, group,
                                          project=action.project)
             out.write('purged {} messages\n'.format(count))
+        elif action.name == 'unpin':
+            client = messages.unpin_group(action.queue, group,
+                                          project=action.project)
+            out.write('unpinned from {}\n'.format(client) if client
+                      else 'not pinned\n')
         else:
             count = messages.move_group(action.queue, group, action.target,
                                         project=action.project)
@@ -80,3 +91,7 @@ def main(argv=None, out=sys.stdout):
     except storage_errors.ExceptionBase as exc:
         sys.stderr.write('error: {}\n'.format(exc))
         return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -125,7 +125,9 @@ def page(driver, queue, project, marker, limit, now):
             'depth': driver.messages.count_documents(members.filter),
             'head': head['_id'],
             'in_flight': (head[f.STATE] == f.CLAIMED
-                          and head.get(f.CLAIM_EXPIRES, 0) > now)})
+                          and head.get(f.CLAIM_EXPIRES, 0) > now),
+            # No sticky groups on MongoDB yet (README, Sticky consumers).
+            'client': None})
     return out
 
 

@@ -5,6 +5,7 @@ import uuid
 from oslo_log import log as logging
 
 from zaqar_delay import controller
+from zaqar_delay import sticky
 from zaqar_delay.drivers.redis import messages
 from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
@@ -34,7 +35,8 @@ class ClaimController(controller.ClaimController):
             policy.redelivery_delay, mode,
             '' if policy.dead_letter_ttl is None else policy.dead_letter_ttl,
             self.driver.retry_span_ms, self.driver.deleted_id_memory_ms,
-            *messages.retention_args(policy.retention))
+            *messages.retention_args(policy.retention),
+            policy.client or '', policy.sticky * 1000)
         try:
             outbox.transfer(self.driver, queue, project,
                             [wire.text(mid) for mid in dead])
@@ -58,7 +60,7 @@ class ClaimController(controller.ClaimController):
 
     def _renew(self, queue, project, claim_id, ttl, grace):
         return self._run('claim_renew', queue, project, claim_id, ttl,
-                         grace) == 1
+                         grace, sticky.current_client() or '') == 1
 
     def _release(self, queue, project, claim_id):
         self._run('claim_release', queue, project, claim_id)

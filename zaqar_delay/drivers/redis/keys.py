@@ -99,6 +99,16 @@ key                type    holds
                            step (ms): frozen, none of their members is
                            filed for claims until the move is done
 ``Q:movetargets``  hash    group -> the queue it is being moved to
+``Q:sticky``       string  the queue's sticky time (ms), stored by the last
+                           claim; absent when the queue is not sticky
+``Q:pin``          hash    sticky group -> the client it is pinned to
+``Q:pseen``        zset    clients that claimed on a sticky queue, scored
+                           by the end of their activity (last claim,
+                           renewal or delete + sticky time, ms)
+``Q:pg:<client>``  set     the groups pinned to a client
+``Q:pa:<client>``  zset    claimable heads of those groups, by position:
+                           filed here instead of ``avail``, so only that
+                           client's claims see them
 =================  ======  ==================================================
 
 Only due, unclaimed messages that head their group (or have none) are in
@@ -108,6 +118,15 @@ messages, whatever their number. Scripts move ids from ``delayed`` and
 bounded batch per call inside the same script that claims (gc settles the
 rest), and file a group's next member when its head leaves. A group id enters key names only after ``Q:g:``, JSON-encoded, so it
 cannot reach another key type or, behind the closed hash tag, another slot.
+A client id (Zaqar's Client-ID) enters key names only after ``Q:pg:`` and
+``Q:pa:``, likewise.
+
+Sticky groups: a claim reads ``avail`` and its own client's ``Q:pa:``
+together in position order, so groups pinned to other live clients cost it
+nothing. A client whose activity ended is found first in ``Q:pseen``; each
+claim (and stats) frees a bounded batch of its groups, moving their heads
+back to ``avail``, and a pin met with an idle client is dropped on the
+spot.
 
 Message hashes carry no Redis expiry: a message must leave its group's
 index when it goes, which only a script can do. Expired messages are

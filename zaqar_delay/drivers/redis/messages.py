@@ -8,6 +8,7 @@ from zaqar_delay import consumers
 from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import retention as retention_mod
+from zaqar_delay import sticky
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import metadata
 from zaqar_delay.drivers.redis import outbox
@@ -33,6 +34,8 @@ _DELETE_ERRORS = {
 
 
 class MessageController(controller.MessageController):
+
+    STICKY_GROUPS = True
 
     def __init__(self, driver):
         super().__init__(driver)
@@ -112,7 +115,8 @@ class MessageController(controller.MessageController):
 
     def _delete(self, queue, project, message_id, claim_id):
         code = self._run('delete', queue, project, message_id, claim_id or '',
-                         self.driver.deleted_id_memory_ms)
+                         self.driver.deleted_id_memory_ms,
+                         sticky.current_client() or '')
         if code == 2:
             raise storage_errors.MessageNotClaimedBy(message_id, claim_id)
         if code in _DELETE_ERRORS:
@@ -123,7 +127,8 @@ class MessageController(controller.MessageController):
             return
         claim_ids = claim_ids or []
         result = self._run('bulk_delete', queue, project,
-                           self.driver.deleted_id_memory_ms, len(claim_ids),
+                           self.driver.deleted_id_memory_ms,
+                           sticky.current_client() or '', len(claim_ids),
                            *claim_ids, *message_ids)
         if result[0] == 1:
             raise storage_errors.ClaimDoesNotMatch(
@@ -144,11 +149,13 @@ class MessageController(controller.MessageController):
 
     def _stats(self, queue, project, retention):
         (now, total, claimed, delayed, oldest, newest, groups,
-         groups_in_flight, removed) = self._run(
+         groups_in_flight, removed, pinned) = self._run(
              'stats', queue, project, *retention_args(retention))
         stats = {'total': total, 'claimed': claimed, 'delayed': delayed,
                  'free': total - claimed - delayed, 'groups': groups,
                  'groups_in_flight': groups_in_flight}
+        if pinned:
+            stats['groups_pinned'] = pinned
         if oldest:
             stats['oldest'] = _stat_entry(now, oldest)
             stats['newest'] = _stat_entry(now, newest)
@@ -232,8 +239,13 @@ class MessageController(controller.MessageController):
                          *retention_args(self.retention_of(queue, project)))
         return [{'id': json.loads(flat[i]), 'depth': flat[i + 1],
                  'head': wire.text(flat[i + 2]),
-                 'in_flight': bool(flat[i + 3])}
-                for i in range(0, len(flat), 4)]
+                 'in_flight': bool(flat[i + 3]),
+                 'client': wire.text(flat[i + 4]) or None}
+                for i in range(0, len(flat), 5)]
+
+    def _unpin_group(self, queue, project, group):
+        return wire.text(self._run('group_unpin', queue, project,
+                                   group)) or None
 
     def _purge_group(self, queue, project, group):
         # In batches from the tail (group_purge.lua): each call is short.

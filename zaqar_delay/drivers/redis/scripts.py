@@ -10,7 +10,7 @@ COMMON = (LUA_DIR / '_common.lua').read_text()
 QUEUE_SCRIPTS = ('post', 'claim', 'list', 'first', 'get', 'delete',
                  'bulk_delete', 'claim_get', 'claim_renew', 'claim_release',
                  'stats', 'gc', 'outbox_done', 'purge', 'groups',
-                 'group_purge', 'group_move', 'clean', 'consumers',
+                 'group_purge', 'group_move', 'group_unpin', 'clean', 'consumers',
                  'consumer_register', 'consumer_forget', 'consumer_update',
                  'count_after', 'readers', 'consumer_subscribed',
                  'layout_free', 'meta_fill', 'meta_forget', 'notified')

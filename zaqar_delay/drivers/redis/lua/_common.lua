@@ -69,12 +69,124 @@ local function delayed_member(id, pos)
   return string.format('%016d:', pos) .. id
 end
 
+-- Sticky groups (zaqar_delay/sticky.py; keys.py lists the keys): a group
+-- pinned to a client that is still active has its claimable head filed
+-- under that client's own index (PINNED_AVAIL .. client) instead of avail,
+-- so claims by other clients never see it and pay nothing for it.
+local PINS, ACTIVE, STICKY_MS = Q .. ':pin', Q .. ':pseen', Q .. ':sticky'
+local function pinned_avail(client) return Q .. ':pa:' .. client end
+local function pinned_groups(client) return Q .. ':pg:' .. client end
+
+-- Unpin a group; its claimable head (if any) goes back under avail.
+local function unpin(group, client)
+  redis.call('HDEL', PINS, group)
+  redis.call('SREM', pinned_groups(client), group)
+  local head = redis.call('ZRANGE', gkey(group), 0, 0, 'WITHSCORES')
+  if head[1] and redis.call('ZREM', pinned_avail(client), head[1]) == 1 then
+    redis.call('ZADD', AVAIL, head[2], head[1])
+  end
+end
+
+-- The live client a group is pinned to, or nil. A pin whose client went
+-- idle (or left on a queue no longer sticky) is dropped when met.
+local function pinned_to(group)
+  if not group or group == '' then return nil end
+  local client = redis.call('HGET', PINS, group)
+  if not client then return nil end
+  local until_ms = redis.call('ZSCORE', ACTIVE, client)
+  if until_ms and tonumber(until_ms) > NOW
+      and redis.call('EXISTS', STICKY_MS) == 1 then
+    return client
+  end
+  unpin(group, client)
+  return nil
+end
+
+-- File a claimable message: a pinned group's head under its client.
+local function file_claimable(id, pos, group)
+  local client = pinned_to(group)
+  redis.call('ZADD', client and pinned_avail(client) or AVAIL, pos, id)
+end
+
+-- Pin a group to the client that was just handed its head.
+local function pin(group, client)
+  redis.call('HSET', PINS, group, client)
+  redis.call('SADD', pinned_groups(client), group)
+end
+
+-- A claim, renewal or delete by `client` keeps it active for the queue's
+-- sticky time (STICKY_MS, which the last claim stored). Only clients that
+-- claimed on the queue are tracked.
+local function touch(client)
+  if client == '' or not redis.call('ZSCORE', ACTIVE, client) then return end
+  local sticky_ms = redis.call('GET', STICKY_MS)
+  if sticky_ms then
+    redis.call('ZADD', ACTIVE, NOW + tonumber(sticky_ms), client)
+  end
+end
+
+-- Free up to n groups of one client that went idle (all clients when the
+-- queue is no longer sticky), handing their heads back to avail; a client
+-- left with no group is forgotten. Bounded: a client with more groups is
+-- finished by the next calls.
+local function sweep_idle(n, sticky_on)
+  local idle
+  if sticky_on then
+    idle = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', NOW, 'LIMIT', 0, 1)
+  else
+    idle = redis.call('ZRANGE', ACTIVE, 0, 0)
+  end
+  local client = idle[1]
+  if not client then return false end
+  for _, group in ipairs(redis.call('SRANDMEMBER', pinned_groups(client), n)) do
+    if redis.call('HGET', PINS, group) == client then
+      unpin(group, client)
+    else
+      redis.call('SREM', pinned_groups(client), group)
+    end
+  end
+  if redis.call('SCARD', pinned_groups(client)) == 0 then
+    redis.call('ZREM', ACTIVE, client)
+    redis.call('DEL', pinned_avail(client))
+  end
+  return true
+end
+
+-- A claim or pop by `client` on a queue whose sticky time is `sticky_ms`
+-- (0: not sticky): records the client as active and frees a batch of
+-- groups of idle clients. Returns the client's own index of pinned heads,
+-- or nil when the queue is not sticky. No client on a sticky queue is
+-- Zaqar's own purge (the controller refuses any other claim or pop
+-- without one): it frees groups of any client, a few batches per call,
+-- until avail holds `limit` heads, so that it pops every group.
+local function sticky_claim(client, sticky_ms, limit)
+  if sticky_ms > 0 and client == '' then
+    for _ = 1, 5 do
+      if redis.call('ZCARD', AVAIL) >= limit
+          or not sweep_idle(BATCH, false) then
+        break
+      end
+    end
+    return nil
+  end
+  local on = sticky_ms > 0
+  if on then
+    redis.call('SET', STICKY_MS, sticky_ms)
+  elseif redis.call('EXISTS', STICKY_MS) == 1 then
+    redis.call('DEL', STICKY_MS)
+  end
+  sweep_idle(BATCH, on)
+  if not on then return nil end
+  redis.call('ZADD', ACTIVE, NOW + sticky_ms, client)
+  return pinned_avail(client)
+end
+
 -- File an unclaimed message under avail (due) or delayed (not yet due).
-local function place(id, due, pos)
+local function place(id, due, pos, group)
   if due > NOW then
     redis.call('ZADD', DELAYED, due, delayed_member(id, pos))
   else
-    redis.call('ZADD', AVAIL, pos, id)
+    file_claimable(id, pos, group)
   end
 end
 
@@ -90,7 +202,7 @@ local function place_head(group)
     local f = redis.call('HMGET', mkey(head[1]), 'd', 'c', 'ce')
     if f[1] then
       if live_claim_of(f[2], f[3]) == '' then
-        place(head[1], tonumber(f[1]), tonumber(head[2]))
+        place(head[1], tonumber(f[1]), tonumber(head[2]), group)
       end
       return
     end
@@ -112,6 +224,8 @@ local function detach(id)
   redis.call('ZREM', EXPIRY, id)
   if group then
     redis.call('ZREM', GFLIGHT, id)
+    local client = redis.call('HGET', PINS, group)
+    if client then redis.call('ZREM', pinned_avail(client), id) end
     local was_head = redis.call('ZRANGE', gkey(group), 0, 0)[1] == id
     redis.call('ZREM', gkey(group), id)
     if was_head then place_head(group) end
@@ -146,12 +260,12 @@ local function release_expired_claims(n)
   for _, id in ipairs(ids) do
     redis.call('ZREM', CLAIMED, id)
     redis.call('ZREM', GFLIGHT, id)
-    local f = redis.call('HMGET', mkey(id), 'p', 'ce', 'rd')
+    local f = redis.call('HMGET', mkey(id), 'p', 'ce', 'rd', 'g')
     if f[1] then
       local due = tonumber(f[2]) + tonumber(f[3] or 0) * 1000
       redis.call('HSET', mkey(id), 'c', '', 'ce', 0, 'd', due)
       redis.call('ZADD', FREE, f[1], id)
-      place(id, due, tonumber(f[1]))
+      place(id, due, tonumber(f[1]), f[4])
     end
   end
   return #ids
@@ -169,7 +283,11 @@ local function promote_due(n)
     if not pos then  -- a bare id, as filed by earlier versions
       id, pos = member, redis.call('HGET', mkey(member), 'p')
     end
-    if pos then redis.call('ZADD', AVAIL, pos, id) end
+    if pos then
+      local group = redis.call('EXISTS', PINS) == 1
+        and redis.call('HGET', mkey(id), 'g') or nil
+      file_claimable(id, pos, group)
+    end
   end
   return #due
 end

@@ -11,6 +11,11 @@
 -- ARGV[13] deleted-id memory (ms): popped ids are remembered this long
 -- ARGV[14] retention time (ms, 0: none)  ARGV[15] retention length (0: none)
 -- ARGV[16] read-by-all cut ('' none, -1: nothing read by all yet)
+-- ARGV[17] client ('' when the queue is not sticky, or for Zaqar's purge)
+-- ARGV[18] sticky time (ms, 0: not sticky)
+-- Sticky queues: the client's own pinned heads (pinned_avail) and avail
+-- are read together in position order; a head taken from avail pins its
+-- group to the client. Heads pinned to other clients are in neither.
 -- A message already claimed max-claim-count times is not handed out: it
 -- goes to the outbox for the caller to copy into the dead-letter queue, or
 -- is dropped without one; either way its group's next member is unblocked.
@@ -39,6 +44,40 @@ refresh(2 * limit)
 use_retention(ARGV[14], ARGV[15], ARGV[16])
 if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
 local from = visible_from()
+-- (Both absent: a caller that predates sticky groups.)
+local client = ARGV[17] or ''
+local mine = sticky_claim(client, tonumber(ARGV[18] or 0), limit)
+
+-- The first claimable id of `index` at or after `from`: {id, position}.
+local function peek(index)
+  if from then
+    return redis.call('ZRANGEBYSCORE', index, score(from), '+inf',
+                      'WITHSCORES', 'LIMIT', 0, 1)
+  end
+  return redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
+end
+
+-- Take the next candidate, the lower position of avail and the client's
+-- own pinned heads: {id, position, index it came from}, or {}.
+local function next_candidate()
+  if not mine and not from then
+    local popped = redis.call('ZPOPMIN', AVAIL)
+    if popped[1] then popped[3] = AVAIL end
+    return popped
+  end
+  local found, index = peek(AVAIL), AVAIL
+  if mine then
+    local own = peek(mine)
+    if own[1] and (not found[1] or tonumber(own[2]) < tonumber(found[2])) then
+      found, index = own, mine
+    end
+  end
+  if found[1] then
+    redis.call('ZREM', index, found[1])
+    found[3] = index
+  end
+  return found
+end
 
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
@@ -50,14 +89,7 @@ local budget = 2 * limit
 
 while count < limit and budget > 0 do
   budget = budget - 1
-  local popped
-  if from then
-    popped = redis.call('ZRANGEBYSCORE', AVAIL, score(from), '+inf',
-                        'WITHSCORES', 'LIMIT', 0, 1)
-    if popped[1] then redis.call('ZREM', AVAIL, popped[1]) end
-  else
-    popped = redis.call('ZPOPMIN', AVAIL)
-  end
+  local popped = next_candidate()
   if #popped == 0 then break end
   local id = popped[1]
   local m = read(id)
@@ -68,7 +100,7 @@ while count < limit and budget > 0 do
     -- if the clock went back between posts; it is gone all the same.
     retire(id)
   elseif popped_groups[m.group] then
-    set_aside[#set_aside + 1] = {popped[2], id}
+    set_aside[#set_aside + 1] = popped
   elseif max_claims > 0 and tonumber(m.cc) >= max_claims then
     if dlq ~= '' then
       to_outbox(id, m.pos, dlq, dlq_ttl ~= '' and dlq_ttl or m.ttl, 0)
@@ -79,6 +111,9 @@ while count < limit and budget > 0 do
     end
   else
     count = count + 1
+    if mine and m.group ~= '' and popped[3] == AVAIL then
+      pin(m.group, client)
+    end
     if pop then
       emit(out, id, m)
       if m.group ~= '' then popped_groups[m.group] = true end
@@ -99,7 +134,7 @@ while count < limit and budget > 0 do
   end
 end
 for _, entry in ipairs(set_aside) do
-  redis.call('ZADD', AVAIL, entry[1], entry[2])
+  redis.call('ZADD', entry[3], entry[2], entry[1])
 end
 
 if count > 0 and not pop then

@@ -1,7 +1,9 @@
 -- Reset a live claim's expiry to NOW + ttl; keep its messages alive until
--- then + grace. ARGV[3] claim id, ARGV[4] ttl (s), ARGV[5] grace (s).
+-- then + grace. ARGV[3] claim id, ARGV[4] ttl (s), ARGV[5] grace (s),
+-- ARGV[6] client renewing ('' when unknown; keeps a sticky client active).
 -- Returns 1, or 0 if the claim is not live.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+touch(ARGV[6])
 local expires = redis.call('ZSCORE', CLAIMS, cid)
 if not expires or tonumber(expires) <= NOW then return 0 end
 local claim_expires = NOW + ttl * 1000

@@ -7,7 +7,8 @@
 -- ARGV[4] limit
 -- ARGV[5] retention time (ms, 0: none)  ARGV[6] retention length (0: none)
 -- ARGV[7] read-by-all cut ('' none, -1: nothing read by all yet)
--- Returns {group, depth, head id, head live claim id or '', ...}.
+-- Returns {group, depth, head id, head live claim id or '', live client
+-- the group is pinned to or '', ...}.
 use_retention(ARGV[5], ARGV[6], ARGV[7])
 refresh(BATCH)
 purge_expired(BATCH)
@@ -24,5 +25,6 @@ for _, group in ipairs(redis.call('ZRANGEBYLEX', GROUPS, from, '+', 'LIMIT',
   out[n + 2] = redis.call('ZCARD', gkey(group))
   out[n + 3] = head
   out[n + 4] = live_claim_of(f[1], f[2])
+  out[n + 5] = pinned_to(group) or ''
 end
 return out

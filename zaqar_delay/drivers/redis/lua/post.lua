@@ -56,7 +56,9 @@ for _, i in ipairs(stored) do
     redis.call('HSET', key, 'g', group)
     redis.call('ZADD', GROUPS, 0, group)
     redis.call('ZADD', gkey(group), pos, id)
-    if redis.call('ZCARD', gkey(group)) == 1 then place(id, due, pos) end
+    if redis.call('ZCARD', gkey(group)) == 1 then
+      place(id, due, pos, group)
+    end
   end
 end
 return {NOW, was_empty}

@@ -19,6 +19,12 @@ if #ids == 0 then
     redis.call('DEL', gkey(group))
   end
 end
+-- Sticky clients' indexes (their pinned heads were dropped above).
+local clients = redis.call('ZRANGE', ACTIVE, 0, batch - 1)
+for _, client in ipairs(clients) do
+  redis.call('ZREM', ACTIVE, client)
+  redis.call('DEL', pinned_avail(client), pinned_groups(client))
+end
 local claims = redis.call('ZRANGE', CLAIMS, 0, batch - 1)
 for _, cid in ipairs(claims) do
   redis.call('ZREM', CLAIMS, cid)
@@ -26,11 +32,11 @@ for _, cid in ipairs(claims) do
 end
 local deleted = redis.call('ZRANGE', DELETED, 0, batch - 1)
 if #deleted > 0 then redis.call('ZREM', DELETED, unpack(deleted)) end
-local n = #ids + #outbox + #claims + #groups + #deleted
+local n = #ids + #outbox + #claims + #groups + #deleted + #clients
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
-             FLOOR, READFLOOR)
+             FLOOR, READFLOOR, PINS, STICKY_MS)
   -- Positions start again from 1: a cursor from before would skip the
   -- messages of the queue created again, so its persistent consumers
   -- (few, one subscription each) start afresh.

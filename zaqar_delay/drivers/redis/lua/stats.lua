@@ -12,12 +12,16 @@
 -- group counts are exact once no message retention hides is left, which
 -- the removal above and the cleanup daemon see to; until then delayed is
 -- capped by the free messages kept.
+-- Pinned groups (sticky queues) are those pinned to a client still active,
+-- after freeing a batch of idle clients' groups (beyond that batch, an
+-- idle client's pins count until later claims free them).
 -- Returns {NOW, total, claimed, delayed, {oldest wire}, {newest wire},
--- groups, groups in flight, removed by retention so far}.
+-- groups, groups in flight, removed by retention so far, groups pinned}.
 use_retention(ARGV[3], ARGV[4], ARGV[5])
 refresh(BATCH)
 purge_expired(BATCH)
 trim(BATCH)
+sweep_idle(BATCH, redis.call('EXISTS', STICKY_MS) == 1)
 local after = '(' .. NOW
 local total = redis.call('ZCOUNT', EXPIRY, after, '+inf')
 local claimed = redis.call('ZCOUNT', CLAIMED, after, '+inf')
@@ -41,4 +45,5 @@ end
 return {NOW, total, claimed, delayed, oldest, newest,
         redis.call('ZCARD', GROUPS),
         redis.call('ZCOUNT', GFLIGHT, after, '+inf'),
-        tonumber(redis.call('GET', REMOVED) or 0)}
+        tonumber(redis.call('GET', REMOVED) or 0),
+        redis.call('HLEN', PINS)}

@@ -1,0 +1,288 @@
+"""SPEC §4, sticky consumers: on a queue with ``_message_group_sticky``, a
+group's messages go to the client that took one of them while it stays
+active (claims, renews or deletes within the sticky time)."""
+
+import pytest
+
+from tests.contract.helpers import claim, listed, post, stats
+from zaqar_delay import errors
+from zaqar_delay import rules
+from zaqar_delay import stages
+from zaqar_delay import sticky
+
+STICKY_S = 60
+STICKY = {'_message_group_key': 'g', '_message_group_sticky': STICKY_S}
+ALICE, BOB = 'alice-client', 'bob-client'
+
+
+def msg(group, n):
+    return {'g': group, 'n': n}
+
+
+def names(messages):
+    return ['%s%s' % (m['body']['g'], m['body']['n']) for m in messages]
+
+
+def claim_as(client, driver, queue, project, **kwargs):
+    with sticky.acting_as(client):
+        return claim(driver, queue, project, **kwargs)
+
+
+def delete_as(client, driver, queue, project, messages, claim_id):
+    with sticky.acting_as(client):
+        for message in messages:
+            driver.message_controller.delete(queue, message['id'],
+                                             project=project, claim=claim_id)
+
+
+@pytest.fixture
+def sticky_queue(driver, make_queue):
+    if not driver.message_controller.STICKY_GROUPS:
+        pytest.skip('sticky groups are not implemented on this backend')
+
+    def make(**extra):
+        return make_queue(dict(STICKY, **extra))
+    return make
+
+
+def assert_refused_at_put_and_patch(driver, make_queue, project, metadata,
+                                    reason):
+    stage = stages.QueueStage(driver, driver.control_driver)
+    with pytest.raises(errors.RefusedQueueAttributes, match=reason):
+        stage.create('q-refused', metadata, project)
+    queue = make_queue()
+    with pytest.raises(errors.InvalidInput, match=reason):
+        stage.set_metadata(queue, metadata, project)
+
+
+BAD_STICKY = [0, -1, True, 1.5, '60', rules.MAX_STICKY + 1]
+
+
+@pytest.mark.parametrize('value', BAD_STICKY)
+def test_a_bad_sticky_time_is_refused_at_put_and_patch(driver, make_queue,
+                                                       project, value):
+    metadata = {'_message_group_key': 'g', '_message_group_sticky': value}
+    assert_refused_at_put_and_patch(driver, make_queue, project, metadata,
+                                    '_message_group_sticky')
+
+
+def test_sticky_without_a_group_key_is_refused(driver, project):
+    stage = stages.QueueStage(driver, driver.control_driver)
+    with pytest.raises(errors.InvalidInput, match='_message_group_key'):
+        stage.create('q-nokey', {'_message_group_sticky': 60}, project)
+
+
+def test_a_backend_without_sticky_groups_refuses_the_attribute(
+        driver, make_queue, project):
+    if driver.message_controller.STICKY_GROUPS:
+        pytest.skip('this backend implements sticky groups')
+    assert_refused_at_put_and_patch(driver, make_queue, project, STICKY,
+                                    'not implemented')
+
+
+def test_a_valid_sticky_time_is_accepted(sticky_queue, driver, project):
+    stage = stages.QueueStage(driver, driver.control_driver)
+    stage.create('q-ok', STICKY, project)
+    stage.set_metadata('q-ok', dict(STICKY, _message_group_sticky=1),
+                       project)
+
+
+def test_a_claim_or_pop_without_a_client_is_refused(sticky_queue, driver,
+                                                    project):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1))
+    with pytest.raises(errors.InvalidInput, match='Client-ID'):
+        claim(driver, queue, project)
+    with pytest.raises(errors.InvalidInput, match='Client-ID'):
+        driver.message_controller.pop(queue, 1, project=project)
+    assert stats(driver, queue, project)['claimed'] == 0
+
+
+def test_the_client_comes_from_zaqars_request_context(sticky_queue, driver,
+                                                      project):
+    from zaqar import context
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1))
+    context.RequestContext(client_id=ALICE)  # stores itself thread-locally
+    claim_id, got = claim(driver, queue, project, limit=1)
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    context.RequestContext(client_id=BOB)
+    assert names(claim(driver, queue, project)[1]) == ['b1']
+    context.RequestContext(client_id=ALICE)
+    assert names(claim(driver, queue, project)[1]) == ['a2']
+    context.RequestContext()
+
+
+def test_a_group_stays_with_the_client_that_took_it(sticky_queue, driver,
+                                                    project):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('a', 3),
+         msg('b', 1), msg('b', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project, limit=1)
+    assert names(got) == ['a1']
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    claim_id, got = claim_as(BOB, driver, queue, project)
+    assert names(got) == ['b1']
+    delete_as(BOB, driver, queue, project, got, claim_id)
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['b2']
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
+
+
+def test_a_released_or_expired_head_goes_back_to_its_client(
+        sticky_queue, driver, project, clock):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1))
+    claim_id, _ = claim_as(ALICE, driver, queue, project, ttl=30)
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    claim_as(ALICE, driver, queue, project, ttl=30)
+    clock.advance(30)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a1']
+
+
+def test_an_idle_clients_groups_go_to_the_next_client(sticky_queue, driver,
+                                                      project, clock):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project, ttl=30)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    clock.advance(STICKY_S - 1)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    clock.advance(1)
+    claim_id, got = claim_as(BOB, driver, queue, project)
+    assert names(got) == ['a2']
+    post(driver, queue, project, msg('a', 3))
+    delete_as(BOB, driver, queue, project, got, claim_id)
+    assert claim_as(ALICE, driver, queue, project) == (None, [])
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['a3']
+
+
+def test_renewing_and_deleting_keep_a_client_active(sticky_queue, driver,
+                                                    project, clock):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('b', 1), msg('a', 2),
+         msg('b', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project, ttl=600)
+    assert names(got) == ['a1', 'b1']
+    clock.advance(STICKY_S - 1)
+    with sticky.acting_as(ALICE):
+        driver.claim_controller.update(queue, claim_id, {'ttl': 600},
+                                       project=project)
+    clock.advance(STICKY_S - 1)
+    delete_as(ALICE, driver, queue, project, got[:1], claim_id)
+    clock.advance(STICKY_S - 1)
+    with sticky.acting_as(ALICE):
+        driver.message_controller.bulk_delete(queue, [got[1]['id']],
+                                              project=project,
+                                              claim_ids=[claim_id])
+    clock.advance(STICKY_S - 1)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2', 'b2']
+
+
+def test_a_pop_pins_the_group_too(sticky_queue, driver, project):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('a', 3),
+         msg('b', 1))
+    with sticky.acting_as(ALICE):
+        assert names(driver.message_controller.pop(
+            queue, 10, project=project)) == ['a1', 'b1']
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    with sticky.acting_as(ALICE):
+        assert names(driver.message_controller.pop(
+            queue, 10, project=project)) == ['a2']
+
+
+def test_a_delayed_head_of_a_pinned_group_goes_to_its_client(
+        sticky_queue, driver, project, clock):
+    queue = sticky_queue(_default_message_delay=30)
+    post(driver, queue, project, msg('a', 1), delay=0)
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    post(driver, queue, project, msg('a', 2))
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    clock.advance(30)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
+
+
+def test_a_dead_lettered_head_unpins_nothing(sticky_queue, make_queue,
+                                             driver, project, clock):
+    dlq = make_queue()
+    queue = sticky_queue(_max_claim_count=1, _dead_letter_queue=dlq)
+    post(driver, queue, project, msg('a', 1), msg('a', 2))
+    claim_as(ALICE, driver, queue, project, ttl=30)
+    clock.advance(30)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
+    assert names(listed(driver, dlq, project)) == ['a1']
+
+
+def test_stats_groups_listing_and_unpin(sticky_queue, driver, project):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1))
+    claim_id, got = claim_as(ALICE, driver, queue, project, limit=1)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    assert stats(driver, queue, project)['groups_pinned'] == 1
+    groups = list(next(driver.message_controller.list_groups(
+        queue, project=project)))
+    assert [(g['id'], g['client']) for g in groups] == [('a', ALICE),
+                                                        ('b', None)]
+    assert driver.message_controller.unpin_group(
+        queue, 'a', project=project) == ALICE
+    assert 'groups_pinned' not in stats(driver, queue, project)
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['a2', 'b1']
+    assert driver.message_controller.unpin_group(
+        queue, 'zzz', project=project) is None
+
+
+def test_turning_sticky_off_frees_every_group(sticky_queue, driver, project):
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    driver.queue_controller.set_metadata(
+        queue, {'_message_group_key': 'g'}, project=project)
+    assert names(claim(driver, queue, project)[1]) == ['a2']
+
+
+def test_purging_the_queue_forgets_its_pins(sticky_queue, driver, project):
+    stage = stages.QueueStage(driver, driver.control_driver)
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    stage.delete(queue, project)
+    driver.queue_controller.create(queue, metadata=STICKY, project=project)
+    post(driver, queue, project, msg('a', 3))
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['a3']
+
+
+def test_zaqars_purge_pops_every_group_and_pins_none(sticky_queue, driver,
+                                                     project):
+    """Zaqar's queue purge pops 100 at a time (more than a client may),
+    as whichever client asked: it must empty the queue, groups pinned to
+    other clients included, and leave no group pinned to itself."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1),
+         msg('b', 2), msg('c', 1))
+    for client in (ALICE, BOB):
+        claim_id, got = claim_as(client, driver, queue, project, limit=1)
+        delete_as(client, driver, queue, project, got, claim_id)
+    # As deployed: Zaqar's purge asks for more than a client may pop.
+    driver.conf.set_override('max_messages_per_claim_or_pop', 20,
+                             group='transport')
+    purged = []
+    with sticky.acting_as('purger'):
+        while True:
+            popped = driver.message_controller.pop(
+                queue, rules.ZAQAR_PURGE_POP, project=project)
+            if not popped:
+                break
+            purged.extend(popped)
+    assert sorted(names(purged)) == ['a2', 'b2', 'c1']
+    counts = stats(driver, queue, project)
+    assert counts['total'] == 0 and 'groups_pinned' not in counts
+    post(driver, queue, project, msg('a', 3), msg('c', 2))
+    assert names(claim_as('carol', driver, queue, project)[1]) == ['a3', 'c2']
