@@ -87,6 +87,10 @@ class DataDriver(base.DataDriver):
         return self._collection(fields.MOVES)
 
     @decorators.lazy_property(write=False)
+    def given_up(self):
+        return self._collection(fields.GIVEN_UP)
+
+    @decorators.lazy_property(write=False)
     def subscriptions(self):
         return self._collection(fields.SUBSCRIPTIONS)
 
