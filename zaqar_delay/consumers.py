@@ -19,7 +19,10 @@ is the list ``marker``:
   delayed message is never skipped;
 * positions after the cursor, never handed to the consumer, that hold no
   message any more when its next page begins (removed by retention or TTL,
-  or deleted by another client) are added to its ``lost`` count once.
+  or deleted by another client) are added to its ``lost`` count once;
+  a position its writer took and stored no message at (a backend that
+  takes positions before it stores: ``_given_up``) never held one, and
+  is not.
 
 Read-by-all cleanup (``consumers_required``) uses the cursors of the live
 consumers (those active within ``consumer_idle_time``): see

@@ -15,6 +15,7 @@ from tests.mongodb.test_races import before_call
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import given_up as given_up_module
 
 
 def lost(driver, queue, project, consume_id):
@@ -44,6 +45,17 @@ def posted_twice(driver, monkeypatch, queue, project, *names):
     ids = post(driver, queue, project, *names)
     monkeypatch.undo()
     return ids
+
+
+def died_after_reserving(driver, monkeypatch, queue, project, *names):
+    """Post ``names`` from a writer that dies once it has reserved."""
+    def die(*args, **kwargs):
+        raise errors.BackendUnavailable(backend='MongoDB', reason='died')
+
+    monkeypatch.setattr(driver.messages, 'insert_many', die)
+    with pytest.raises(errors.BackendUnavailable):
+        post(driver, queue, project, *names)
+    monkeypatch.undo()
 
 
 @pytest.fixture
@@ -162,14 +174,7 @@ def test_a_post_that_died_after_reserving_is_not_lost(
     # Its reservation goes stale; the consumer's page gives it back
     # (what it left empty is given up) before reading past it.
     queue, consume_id = reading
-
-    def die(*args, **kwargs):
-        raise errors.BackendUnavailable(backend='MongoDB', reason='died')
-
-    monkeypatch.setattr(driver.messages, 'insert_many', die)
-    with pytest.raises(errors.BackendUnavailable):
-        post(driver, queue, project, 'a', 'b')
-    monkeypatch.undo()
+    died_after_reserving(driver, monkeypatch, queue, project, 'a', 'b')
     post(driver, queue, project, 'c')
     assert read_all(driver, queue, project, consume_id) == []
     clock.advance(driver.store_conf.reservation_timeout)
@@ -210,3 +215,27 @@ def test_a_purged_queue_forgets_its_given_up_positions(
     assert given_up(driver, queue, project) == [3]
     driver.message_controller._purge_queue(queue, project)
     assert given_up(driver, queue, project) == []
+
+
+def test_gc_gives_back_a_dead_posts_positions(
+        driver, project, monkeypatch, clock, reading):
+    queue, consume_id = reading
+    died_after_reserving(driver, monkeypatch, queue, project, 'a', 'b')
+    post(driver, queue, project, 'c')
+    clock.advance(driver.store_conf.reservation_timeout)
+    driver.gc()
+    assert given_up(driver, queue, project) == [2, 3]
+    assert read_all(driver, queue, project, consume_id) == ['c']
+    assert lost(driver, queue, project, consume_id) == 0
+
+
+def test_gc_forgets_given_up_positions_in_bounded_batches(
+        driver, project, monkeypatch, reading):
+    queue, _ = reading
+    for name in ('a', 'b', 'c'):
+        posted_twice(driver, monkeypatch, queue, project, name)
+    assert given_up(driver, queue, project) == [3, 5, 7]
+    assert given_up_module.prune(driver, queue, project, 10, batch=2) == 2
+    assert given_up(driver, queue, project) == [7]
+    assert given_up_module.prune(driver, queue, project, 7, batch=2) == 0
+    assert given_up_module.prune(driver, queue, project, 8, batch=2) == 1

@@ -14,19 +14,24 @@ k}``, unique on ``zd_given_up`` (so recording one twice, by a writer and
 by whoever gives its stale reservation back, counts it once). A
 consumer's page subtracts those in the gap it counts (:func:`between`,
 a count of index keys, read only when the page does start past a gap).
-gc drops those no consumer can count any more (:func:`prune`): below the
-lowest position a consumer was handed, the oldest message stored and
-every reservation, as a new consumer counts nothing before its first
-page. So the collection holds the positions given up since the slowest
+gc drops those no consumer can count any more (:func:`prune`, a bounded
+batch per pass): below the lowest position a consumer was handed, the
+oldest message stored and every reservation, as a new consumer counts
+nothing before its first page. So the collection holds the positions given up since the slowest
 consumer last read, and writers give positions up only on retries,
 races and failures.
 """
 
 from pymongo import errors as mongo_errors
 
+from zaqar_delay import errors
+from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import queries
+
+# Given-up positions gc forgets per queue and pass, at most.
+PRUNE_BATCH = 1000
 
 
 def record(driver, queue, project, positions):
@@ -39,13 +44,8 @@ def record(driver, queue, project, positions):
             [f.queue_filter(queue, project, **{f.POSITION: position})
              for position in sorted(set(positions))], ordered=False)
     except mongo_errors.BulkWriteError as exc:
-        failed = (exc.details or {}).get('writeErrors', [])
-        if (exc.details or {}).get('writeConcernErrors') or any(
-                error.get('code') != DUPLICATE_KEY for error in failed):
-            raise
-
-
-DUPLICATE_KEY = 11000
+        if not connection.refused_as_duplicates(exc):
+            raise errors.BackendUnavailable(backend='MongoDB', reason=exc)
 
 
 def between(driver, queue, project, after, before):
@@ -55,13 +55,19 @@ def between(driver, queue, project, after, before):
     return driver.given_up.count_documents(query.filter, hint=query.index)
 
 
-def prune(driver, queue, project, floor):
-    """Forget the given-up positions below ``floor`` (see
-    :func:`lowest_countable`); how many."""
+def prune(driver, queue, project, floor, batch=PRUNE_BATCH):
+    """Forget up to ``batch`` of the given-up positions below ``floor``
+    (see :func:`lowest_countable`), lowest first; how many."""
     if floor is None:
         return 0
-    return driver.given_up.delete_many(
-        queries.given_up(queue, project, before=floor).filter).deleted_count
+    below = queries.given_up(queue, project, before=floor)
+    past_batch = driver.given_up.find(
+        below.filter, {f.POSITION: True, '_id': False}, [(f.POSITION, 1)],
+        1, below.index, skip=batch)
+    if past_batch:
+        below = queries.given_up(queue, project,
+                                 before=past_batch[0][f.POSITION])
+    return driver.given_up.delete_many(below.filter).deleted_count
 
 
 def lowest_countable(driver, queue, project, counter, oldest):

@@ -15,6 +15,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import given_up
@@ -25,7 +26,6 @@ from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import retention as kept_by
 from zaqar_delay.drivers.mongodb import state
 
-DUPLICATE_KEY = 11000
 # Times a post takes fresh positions after a collision before giving up.
 INSERT_ATTEMPTS = 5
 
@@ -92,13 +92,11 @@ class MessageController(controller.MessageController):
 
     def _refused(self, queue, project, messages, docs, token, refused):
         """_insert_docs after the server refused part of ``docs``."""
-        details = refused.details or {}
-        failed = details.get('writeErrors', [])
-        if details.get('writeConcernErrors') or any(
-                error.get('code') != DUPLICATE_KEY for error in failed):
+        failed = (refused.details or {}).get('writeErrors', [])
+        if not connection.refused_as_duplicates(refused):
             self._release(queue, project, token, docs, [
                 error['index'] for error in failed
-                if error.get('code') != DUPLICATE_KEY])
+                if error.get('code') != connection.DUPLICATE_KEY])
             raise errors.BackendUnavailable(backend='MongoDB',
                                             reason=refused)
         indexes = [error['index'] for error in failed]
