@@ -2,7 +2,7 @@
 
 A writer takes its positions before it stores (reservations.py), and may
 store fewer messages than it took positions for: an insert that finds
-an id already stored (a post run twice, a ``carry_in`` run again, two
+an id already stored (a post run twice, a ``carry_in`` racing another, two
 posts of the same ids racing), a dead letter or a group member that left
 before its move, a move aborted, a writer that died (its reservation,
 once stale, is given back by whoever finds it: reservations.give_back).
@@ -17,9 +17,10 @@ a count of index keys, read only when the page does start past a gap).
 gc drops those no consumer can count any more (:func:`prune`, a bounded
 batch per pass): below the lowest position a consumer was handed, the
 oldest message stored and every reservation, as a new consumer counts
-nothing before its first page. So the collection holds the positions given up since the slowest
-consumer last read, and writers give positions up only on retries,
-races and failures.
+nothing before its first page. So the collection holds the positions
+given up since the slowest consumer last read or the oldest message was
+stored, and writers give positions up only on retries, races and
+failures.
 """
 
 from pymongo import errors as mongo_errors

@@ -125,28 +125,21 @@ def horizon(counter, now, timeout_ms):
     return min(fresh, default=counter['n'] + 1)
 
 
-def read_horizon(driver, queue, project, now):
-    """:func:`horizon` of ``queue`` at ``now``."""
-    return horizon(driver.counters.find_one(
-        f.queue_filter(queue, project),
-        {'n': True, f.RESERVATIONS: True, '_id': False}), now,
-        timeout_ms(driver))
-
-
 def timeout_ms(driver):
     return int(driver.store_conf.reservation_timeout * 1000)
 
 
 def forget_stale(driver, queue, project, now):
     """gc(): give back the entries that no longer count; how many."""
-    return _give_back_stale(driver, queue, project, now, driver.counters.find_one(
-        f.queue_filter(queue, project), {f.RESERVATIONS: True}))
+    counter = driver.counters.find_one(f.queue_filter(queue, project),
+                                       {f.RESERVATIONS: True})
+    return _give_back_stale(driver, queue, project, now, counter)
 
 
 def settled_horizon(driver, queue, project, now):
-    """:func:`read_horizon` for a persistent page, which may pass the
-    positions of a stale entry: it gives those back first, so that none
-    counts as lost."""
+    """:func:`horizon` of ``queue`` at ``now``, for a persistent page,
+    which may pass the positions of a stale entry: it gives those back
+    first, so that none counts as lost."""
     counter = driver.counters.find_one(
         f.queue_filter(queue, project),
         {'n': True, f.RESERVATIONS: True, '_id': False})
