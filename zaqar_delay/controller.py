@@ -209,14 +209,15 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     def _lost(self, queue, project, reader, start, page):
         """How many positions ``reader`` lost to a ``page`` listed after
-        ``start``: those it skips (Consumer.gap) but the ones their
+        ``start``: those it skips (Consumer.skipped) but the ones their
         writer gave up, which never held a message."""
-        gap = reader.gap(start, page[0].position) if page else None
-        if gap is None:
+        if not page:
             return 0
-        after, before = gap
-        return before - after - 1 - self._given_up(queue, project, after,
-                                                   before)
+        skipped = reader.skipped(start, page[0].position)
+        gap = reader.gap(start, page[0].position)
+        if not skipped or gap is None:
+            return skipped
+        return skipped - self._given_up(queue, project, *gap)
 
     def first(self, queue, project=None, sort=1):
         if sort not in (1, -1):
