@@ -19,7 +19,10 @@ is the list ``marker``:
   delayed message is never skipped;
 * positions after the cursor, never handed to the consumer, that hold no
   message any more when its next page begins (removed by retention or TTL,
-  or deleted by another client) are added to its ``lost`` count once.
+  or deleted by another client) are added to its ``lost`` count once;
+  a position its writer took and stored no message at (a backend that
+  takes positions before it stores: ``_given_up``) never held one, and
+  is not.
 
 Read-by-all cleanup (``consumers_required``) uses the cursors of the live
 consumers (those active within ``consumer_idle_time``): see
@@ -104,15 +107,23 @@ class Consumer:
                     _shown(self.cursor), _shown(self.handed),
                     _shown(self.cursor), _shown(self.handed)))
 
-    def skipped(self, start, first):
-        """Positions lost to this consumer when its page from ``start``
-        begins at ``first``: those after both ``start`` and the last one
-        handed to it, so a page handed again counts nothing twice and a
-        message it was handed once is not lost. A consumer that was
-        handed nothing and acknowledged nothing starts at the oldest kept
-        message: what went before its first page is not lost to it."""
+    def gap(self, start, first):
+        """The positions this consumer skips when its page from ``start``
+        begins at ``first``, as (after, before), both excluded, or None:
+        those after both ``start`` and the last one handed to it, so a
+        page handed again counts nothing twice and a message it was
+        handed once is not lost. A consumer that was handed nothing and
+        acknowledged nothing starts at the oldest kept message: what went
+        before its first page is not lost to it."""
         seen = [p for p in (start, self.handed) if p is not None]
-        return max(0, first - max(seen) - 1) if seen else 0
+        if not seen or first - max(seen) <= 1:
+            return None
+        return max(seen), first
+
+    def skipped(self, start, first):
+        """How many positions :meth:`gap` holds."""
+        gap = self.gap(start, first)
+        return 0 if gap is None else gap[1] - gap[0] - 1
 
     def report(self, now_ms, idle_s, lag):
         """What ``GET .../subscriptions/<id>`` shows in ``options``."""

@@ -218,9 +218,21 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             page.append(message)
         page = self._settled_prefix(queue, project, start, page, kept)
         handed = page[-1].position if page else None
-        lost = reader.skipped(start, page[0].position) if page else 0
+        lost = self._lost(queue, project, reader, start, page)
         self._consumer_update(queue, project, client, marker, handed, lost)
         return page, handed
+
+    def _lost(self, queue, project, reader, start, page):
+        """How many positions ``reader`` lost to a ``page`` listed after
+        ``start``: those it skips (Consumer.skipped) but the ones their
+        writer gave up, which never held a message."""
+        if not page:
+            return 0
+        skipped = reader.skipped(start, page[0].position)
+        gap = reader.gap(start, page[0].position)
+        if not skipped or gap is None:
+            return skipped
+        return skipped - self._given_up(queue, project, *gap)
 
     def first(self, queue, project=None, sort=1):
         if sort not in (1, -1):
@@ -405,6 +417,12 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         every post stores its messages as it takes their positions (one
         atomic step). A persistent page stops before it."""
         return None
+
+    def _given_up(self, queue, project, after, before):
+        """How many positions strictly between ``after`` and ``before`` a
+        writer reserved and stored no message at. Default 0: the backend
+        takes positions only for what it stores."""
+        return 0
 
     def _settled_prefix(self, queue, project, start, page, retention):
         """The part of a persistent ``page`` (listed after ``start``) that

@@ -372,15 +372,10 @@ def test_a_delayed_message_is_never_skipped(driver, make_queue, project,
 
 
 def test_a_retried_post_loses_nothing(driver, make_queue, project,
-                                      monkeypatch, backend_name, request):
+                                      monkeypatch):
     # A post whose reply is lost runs again with the same ids (the
     # store call twice): the copy is skipped and must leave no position a
     # persistent consumer counts as lost.
-    if backend_name == 'mongodb':
-        # Issue 19: MongoDB reserves the positions before the insert finds
-        # the ids stored; left to the MongoDB driver's owners.
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason='MongoDB counts a retried post as lost'))
     queue = make_queue()
     reader = Reader(driver, queue, project)
     post(driver, queue, project, 'a', 'b')

@@ -80,6 +80,8 @@ EXAMPLES = [
     queries.keepable_positions('q', 'p', 7, -1),
     queries.too_old('q', 'p', NOW, NOW - 1000),
     queries.beyond_length('q', 'p', NOW, NOW - 1000, 7),
+    queries.given_up('q', 'p', 3, 9),
+    queries.given_up('q', 'p', before=9),
 ]
 
 

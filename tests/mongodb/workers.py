@@ -34,6 +34,29 @@ def produce(driver, queue, project, count):
     return ids
 
 
+def produce_retried(driver, queue, project, count):
+    """As :func:`produce`, each post's store call run twice at once (a
+    post and its retry after a lost reply, racing); the ids posted."""
+    from zaqar_delay import rules
+    controller = driver.message_controller
+    policy = controller.policy(queue, project)
+    client = str(uuid.uuid4())
+    ids = []
+    for start in range(0, count, 5):
+        messages = rules.prepare_messages(
+            [{'ttl': 600, 'body': {'n': n}}
+             for n in range(start, min(count, start + 5))], policy, 0, 1209600)
+        racing = [threading.Thread(target=controller._insert,
+                                   args=(queue, project, messages, client))
+                  for _ in range(2)]
+        for thread in racing:
+            thread.start()
+        for thread in racing:
+            thread.join()
+        ids += [message.id for message in messages]
+    return ids
+
+
 def consume(driver, queue, project, idle_rounds=3):
     """Claim until the queue stays empty; return (message id, claim id)."""
     return claim_until_idle(driver, queue, project, idle_rounds,

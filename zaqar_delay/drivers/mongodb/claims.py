@@ -162,7 +162,7 @@ class ClaimController(controller.ClaimController):
                                                                   project)
         first, token = reservations.reserve(self.driver, dlq, project,
                                             len(docs), now)
-        joined = []
+        joined, unused = [], []
         for offset, doc in enumerate(docs):
             ttl = policy.dead_letter_ttl or doc[f.TTL]
             group = rules.group_or_none(json.loads(doc[f.BODY]),
@@ -177,12 +177,17 @@ class ClaimController(controller.ClaimController):
                 removed[f.GROUP] = ''
             else:
                 changes[f.GROUP] = group
-            self._messages.update_one(dict(held, _id=doc['_id']),
-                                      {'$set': changes, '$unset': removed})
-            joined.append(group)
+            if self._messages.update_one(
+                    dict(held, _id=doc['_id']),
+                    {'$set': changes, '$unset': removed}).matched_count:
+                joined.append(group)
+            else:
+                # Deleted, or no longer under this claim, meanwhile: it
+                # never reached the dead-letter queue.
+                unused.append(first + offset)
         # Every move answered (an interrupted one leaves the reservation
         # to go stale): the dead-letter queue's readers may pass them.
-        reservations.release(self.driver, dlq, project, token)
+        reservations.release(self.driver, dlq, project, token, unused)
         groups.advance_all(self.driver, dlq, project, joined, now)
 
     def _delete_popped(self, queue, project, claim_id, taken):

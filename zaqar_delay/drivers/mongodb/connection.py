@@ -23,6 +23,17 @@ SCHEMES = {'delay.mongodb': 'mongodb', 'delay.mongodb+srv': 'mongodb+srv',
 
 # Raised as they are: callers handle them.
 PASSED_THROUGH = (mongo_errors.DuplicateKeyError, mongo_errors.BulkWriteError)
+# The code of a write error a unique index refused.
+DUPLICATE_KEY = 11000
+
+
+def refused_as_duplicates(refused):
+    """Whether every write a ``BulkWriteError`` reports failed on a
+    unique index (and its write concern was met)."""
+    details = refused.details or {}
+    return not details.get('writeConcernErrors') and all(
+        error.get('code') == DUPLICATE_KEY
+        for error in details.get('writeErrors', []))
 
 
 def mongodb_uri(uri):

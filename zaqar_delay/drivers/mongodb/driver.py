@@ -87,6 +87,10 @@ class DataDriver(base.DataDriver):
         return self._collection(fields.MOVES)
 
     @decorators.lazy_property(write=False)
+    def given_up(self):
+        return self._collection(fields.GIVEN_UP)
+
+    @decorators.lazy_property(write=False)
     def subscriptions(self):
         return self._collection(fields.SUBSCRIPTIONS)
 
@@ -139,7 +143,9 @@ class DataDriver(base.DataDriver):
         """Settle every queue that has messages: end lapsed claims, promote
         due messages, drop up to GC_BATCH expired messages each, finish
         stale group moves, repair group heads (groups.repair, resuming at
-        the queue's cursor), then remove what retention no longer keeps
+        the queue's cursor), give back stale position reservations and
+        forget given-up positions no consumer counts any more
+        (given_up.py), then remove what retention no longer keeps
         (clean_queue). Each queue is isolated (gc_each). Safe on several
         hosts at once: every step is a conditional update. Returns the
         pass's GcPass."""

@@ -66,8 +66,12 @@ Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
 ``removed`` of its stats), ``lf`` the highest length cutoff found so far
 (positions below it are beyond ``length`` for good; retention.py),
 ``rv`` the positions reserved and not yet stored, ``{<token>: {s first
-position, a reserved at (epoch ms)}}`` (reservations.py). One document
-per queue, also the registry of queues that ``gc()`` walks.
+position, c how many, a reserved at (epoch ms)}}`` (reservations.py).
+One document per queue, also the registry of queues that ``gc()`` walks.
+
+Collection ``given_up``: ``p``, ``q``, ``k`` a position its writer
+reserved and stored no message at (given_up.py); a persistent consumer
+does not count it as lost.
 
 Collection ``moves``: one document per group move in progress (see
 group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
@@ -77,8 +81,8 @@ group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
 Collection ``subscriptions``: ``_id`` id (UUID text), ``p``, ``s`` source
 queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 ``x`` expires as a date (TTL index), ``o`` options (JSON text), ``c``
-confirmed, ``k`` creation order (ObjectId); persistent consumers' fields in
-consumers.py (``cm`` true marks one).
+confirmed, ``k`` creation order (ObjectId); a persistent consumer's
+state besides (consumers.py; ``cm`` true marks one).
 
 Ready for later features without migrating documents: persistent-consumer
 cursors are positions ``k``; redelivery backoff reads ``cc`` and ``rd``.
@@ -91,6 +95,7 @@ CLAIMS = 'claims'
 COUNTERS = 'counters'
 SUBSCRIPTIONS = 'subscriptions'
 MOVES = 'moves'
+GIVEN_UP = 'given_up'
 # One document, {_id: LAYOUT_ID, v: version}: the layout version (layout.py).
 LAYOUT = 'layout'
 LAYOUT_ID = 'layout'
@@ -171,13 +176,24 @@ SUBSCRIPTION_INDEXES = {
     # consumers.py) are outside its bounds, never examined.
     'zd_sub_notified': ([('p', ASC), ('s', ASC), ('cm', ASC), ('k', ASC)],
                         {}),
+    # The lowest position handed to a consumer of a queue: one probe
+    # (given_up.lowest_countable). Only consumers that were handed one.
+    'zd_sub_handed': ([('p', ASC), ('s', ASC), ('ch', ASC)],
+                      {'partialFilterExpression': {'ch': {'$exists': True}}}),
     # MongoDB's TTL monitor removes expired subscriptions; reads also
     # filter on ``e``, so the monitor's lag is never visible.
     'zd_sub_ttl': ([('x', ASC)], {'expireAfterSeconds': 0}),
 }
 
+GIVEN_UP_INDEXES = {
+    # One document per given-up position; counted by range.
+    'zd_given_up': ([(PROJECT, ASC), (QUEUE, ASC), (POSITION, ASC)],
+                    {'unique': True}),
+}
+
 INDEXES = {
     MESSAGES: MESSAGE_INDEXES,
+    GIVEN_UP: GIVEN_UP_INDEXES,
     CLAIMS: CLAIM_INDEXES,
     COUNTERS: COUNTER_INDEXES,
     SUBSCRIPTIONS: SUBSCRIPTION_INDEXES,

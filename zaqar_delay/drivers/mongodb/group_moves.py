@@ -82,8 +82,9 @@ def move(driver, queue, project, group, target, target_policy):
 def _freeze(driver, queue, project, group, target, move_id, head, now):
     """Step 2. False if the head was claimed (or left) meanwhile.
 
-    Target positions are reserved first (unused ones are harmless holes),
-    so every message is frozen together with its ``mk`` in one update.
+    Target positions are reserved first (those left unused are given up
+    when the move is finished), so every message is frozen together with
+    its ``mk`` in one update.
     """
     members = queries.group_members(queue, project, group)
     docs = [doc for doc in driver.messages.find(
@@ -150,7 +151,10 @@ def _finish(driver, queue, project, move_id, now, target_policy=None,
     groups.advance_all(driver, queue, project,
                        [group] + groups.groups_of(docs), now)
     if move_doc:
-        reservations.release(driver, move_doc['t'], project, move_id)
+        # What did not land (aborted, left or expired meanwhile) is
+        # given up in the target: no consumer there counts it as lost.
+        reservations.give_back_token(driver, move_doc['t'], project,
+                                     move_id)
     driver.moves.delete_one({'_id': move_id})
     return landed
 

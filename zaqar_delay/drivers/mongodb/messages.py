@@ -15,8 +15,10 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import given_up
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
@@ -24,7 +26,6 @@ from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import retention as kept_by
 from zaqar_delay.drivers.mongodb import state
 
-DUPLICATE_KEY = 11000
 # Times a post takes fresh positions after a collision before giving up.
 INSERT_ATTEMPTS = 5
 
@@ -74,7 +75,8 @@ class MessageController(controller.MessageController):
         return the messages to insert again.
 
         A duplicate ``_id`` already stored in this project is a retried
-        post, skipped as Redis' post.lua skips existing ids. Any other
+        post, skipped as Redis' post.lua skips existing ids, its position
+        given up (given_up.py: no consumer counts it as lost). Any other
         duplicate key is a position taken meanwhile (a post racing a queue
         purge got positions from the purged counter): those messages are
         returned, to be stored under fresh positions, never acknowledged
@@ -82,27 +84,52 @@ class MessageController(controller.MessageController):
         """
         try:
             self._messages.insert_many(docs, ordered=False)
-            refused = None
-        except mongo_errors.BulkWriteError as exc:
-            refused = exc
-        # The server answered: what it did not store now, it never will,
-        # so the positions stop holding persistent reads back. Without an
-        # answer (anything else raised) the insert may still land, and the
-        # reservation holds until it goes stale.
-        reservations.release(self.driver, queue, project, token)
-        if refused is None:
-            return []
-        details = refused.details or {}
-        failed = details.get('writeErrors', [])
-        if details.get('writeConcernErrors') or any(
-                error.get('code') != DUPLICATE_KEY for error in failed):
+        except mongo_errors.BulkWriteError as refused:
+            return self._refused(queue, project, messages, docs, token,
+                                 refused)
+        self._release(queue, project, token, docs, [])
+        return []
+
+    def _refused(self, queue, project, messages, docs, token, refused):
+        """_insert_docs after the server refused part of ``docs``."""
+        failed = (refused.details or {}).get('writeErrors', [])
+        if not connection.refused_as_duplicates(refused):
+            self._release(queue, project, token, docs, [
+                error['index'] for error in failed
+                if error.get('code') != connection.DUPLICATE_KEY])
             raise errors.BackendUnavailable(backend='MongoDB',
                                             reason=refused)
         indexes = [error['index'] for error in failed]
-        stored = {doc['_id'] for doc in self._messages.find(
-            {'_id': {'$in': [docs[i]['_id'] for i in indexes]},
-             f.PROJECT: project}, {'_id': True})}
+        stored = self._stored(project, [docs[i]['_id'] for i in indexes])
+        # A stored id leaves its position empty; any other duplicate's
+        # position holds another message.
+        self._release(queue, project, token, docs,
+                      [i for i in indexes if docs[i]['_id'] in stored])
         return [messages[i] for i in indexes if docs[i]['_id'] not in stored]
+
+    def _release(self, queue, project, token, docs, unused):
+        # The server answered: what it did not store now, it never will,
+        # so the positions stop holding persistent reads back, and those
+        # left ``unused`` (indexes into ``docs``) are given up. Without
+        # an answer (anything else raised) the insert may still land, and
+        # the reservation holds until it goes stale.
+        reservations.release(self.driver, queue, project, token,
+                             [docs[i][f.POSITION] for i in unused])
+
+    def carry_in(self, queue, project, messages, client_uuid):
+        # An id stored already takes no position (run again, a move
+        # brings nothing twice): one read of the ids, as a retry needs.
+        stored = self._stored(project, [message.id for message in messages])
+        missing = [message for message in messages
+                   if message.id not in stored]
+        if missing:
+            self._insert(queue, project, missing, client_uuid)
+
+    def _stored(self, project, message_ids):
+        """Those of ``message_ids`` stored in ``project`` (any queue)."""
+        return {doc['_id'] for doc in self._messages.find(
+            {'_id': {'$in': message_ids}, f.PROJECT: project},
+            {'_id': True})}
 
     @staticmethod
     def document(queue, project, message, client_uuid, now, position):
@@ -256,6 +283,7 @@ class MessageController(controller.MessageController):
         self.driver.claims.delete_many(where)
         self.driver.moves.delete_many(where)
         self.driver.counters.delete_one(where)
+        given_up.forget_queue(self.driver, queue, project)
         # Last: a consumer reading before the messages are gone would
         # move its cursor on again.
         consumer_state.restart(self.driver, queue, project)
@@ -317,8 +345,11 @@ class MessageController(controller.MessageController):
                               handed, lost)
 
     def _reserved_from(self, queue, project):
-        return reservations.read_horizon(self.driver, queue, project,
-                                         self.driver.now())
+        return reservations.settled_horizon(self.driver, queue, project,
+                                            self.driver.now())
+
+    def _given_up(self, queue, project, after, before):
+        return given_up.between(self.driver, queue, project, after, before)
 
     def _count_after(self, queue, project, position, retention):
         # Counted on the position index from the cursor on: the lag,
@@ -366,8 +397,9 @@ class MessageController(controller.MessageController):
 
     def gc(self, queue, project, batch, group_cursor=None):
         """Settle one queue and drop up to ``batch`` expired messages;
-        give back up to ``batch`` messages whose claim is gone; forget its
-        stale position reservations; finish its stale group moves and
+        give back up to ``batch`` messages whose claim is gone; give back
+        its stale position reservations; finish its stale group moves;
+        forget the given-up positions no consumer can count any more;
         repair the heads of up to groups.REPAIR_BATCH groups after
         ``group_cursor``."""
         now = self.driver.now()
@@ -376,6 +408,7 @@ class MessageController(controller.MessageController):
         state.release_orphans(self.driver, queue, project, now, batch)
         reservations.forget_stale(self.driver, queue, project, now)
         group_moves.finish_stale(self.driver, queue, project, now)
+        self._prune_given_up(queue, project, now)
         cursor = groups.repair(self.driver, queue, project, now,
                                group_cursor)
         if cursor != group_cursor:
@@ -384,6 +417,18 @@ class MessageController(controller.MessageController):
                 {'$set': {f.GROUP_CURSOR: cursor}} if cursor is not None
                 else {'$unset': {f.GROUP_CURSOR: ''}})
         return dropped
+
+
+    def _prune_given_up(self, queue, project, now):
+        counter = self.driver.counters.find_one(
+            f.queue_filter(queue, project),
+            {'n': True, f.RESERVATIONS: True})
+        oldest = self._messages.find(
+            f.queue_filter(queue, project), {f.POSITION: True},
+            [(f.POSITION, 1)], 1, 'zd_position')
+        given_up.prune(self.driver, queue, project, given_up.lowest_countable(
+            self.driver, queue, project, counter,
+            oldest[0][f.POSITION] if oldest else None))
 
 
 def _stat_entry(doc, now):

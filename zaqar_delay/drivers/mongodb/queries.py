@@ -247,8 +247,23 @@ def by_ids(queue, project, message_ids):
                  None, '_id_')
 
 
+def given_up(queue, project, after=None, before=None):
+    """Positions of a queue given up by their writers, strictly between
+    ``after`` and ``before`` (None: unbounded): counted by a consumer's
+    page, pruned by gc (given_up.py)."""
+    bounds = {}
+    if after is not None:
+        bounds['$gt'] = after
+    if before is not None:
+        bounds['$lt'] = before
+    query = f.queue_filter(queue, project)
+    if bounds:
+        query[f.POSITION] = bounds
+    return Query(f.GIVEN_UP, query, None, 'zd_given_up')
+
+
 ALL = (ready, page, due_now, any_live, delayed_due, claimed_due, expired,
        live, in_state, grouped, heads, group_head, group_first, keepable,
        keepable_positions, too_old, beyond_length,
        group_members, next_group, stale_moves, moves_started, of_move,
-       ended_claims, of_claims, by_ids)
+       ended_claims, of_claims, by_ids, given_up)

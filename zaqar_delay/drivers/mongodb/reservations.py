@@ -11,7 +11,9 @@ counter document's ``rv``::
     rv: {<token>: {s: first position, a: reserved at (epoch ms)}}
 
 and the writer removes its entry once the store answered (stored, or
-refused: what it did not store then, it never will). :func:`horizon`, the
+refused: what it did not store then, it never will), recording first the
+positions it stored nothing at as given up (given_up.py), so that a
+persistent consumer does not count them as lost. :func:`horizon`, the
 lowest position such a writer may still fill, is read from the same
 document with ``n``; a persistent page (and the read-by-all cut) stops
 before it. Read before the page, it is safe: every position below it was
@@ -20,8 +22,15 @@ stored or given up when it was read, and any later reservation lies above
 
 An entry older than ``reservation_timeout`` no longer counts (its writer
 died, or is slower than any store call should be), so a dead post holds
-consumers back for that long at most; gc removes such entries
-(:func:`forget_stale`). The cost of a post is one update more (the
+consumers back for that long at most. Whoever meets such an entry first,
+a persistent page (:func:`settled_horizon`) or gc (:func:`forget_stale`),
+gives it back (:func:`give_back`): the positions of its range that hold
+no message are recorded as given up, then the entry is removed. A dead
+writer's positions are so never counted as lost: no message of it was
+stored there, and its caller got no answer that it was. (A message it
+stored there that went before the entry was given back is not counted
+either; one it stores after that may land behind a consumer's cursor, as
+the option's help says.) The cost of a post is one update more (the
 release), whatever the number of consumers; ``rv`` holds one entry per
 write in flight on the queue.
 
@@ -37,10 +46,11 @@ from pymongo import ReturnDocument
 
 from zaqar_delay import errors
 from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import given_up
 
 LOG = logging.getLogger(__name__)
 
-START, AT = 's', 'a'
+START, COUNT, AT = 's', 'c', 'a'
 
 
 def reserve(driver, queue, project, count, now, token=None):
@@ -53,7 +63,8 @@ def reserve(driver, queue, project, count, now, token=None):
     """
     token = token or uuid.uuid4().hex
     last = {'$add': [{'$ifNull': ['$n', 0]}, count]}
-    entry = {START: {'$subtract': ['$n', count - 1]}, AT: {'$literal': now}}
+    entry = {START: {'$subtract': ['$n', count - 1]},
+             COUNT: {'$literal': count}, AT: {'$literal': now}}
     update = [{'$set': {'n': last}},
               {'$set': {f.RESERVATIONS + '.' + token: entry}}]
     for attempt in (1, 2):
@@ -70,13 +81,32 @@ def reserve(driver, queue, project, count, now, token=None):
                 raise
 
 
-def release(driver, queue, project, token):
-    """Forget reservation ``token``. Its writer's messages are stored,
-    so a lost reply must not fail it: the entry then goes stale."""
+def release(driver, queue, project, token, unused=()):
+    """Forget reservation ``token``, its ``unused`` positions recorded as
+    given up first. Its writer's messages are stored, so a lost reply
+    must not fail it: the entry then goes stale (and is given back)."""
     try:
+        given_up.record(driver, queue, project, unused)
         driver.counters.update_one(
             f.queue_filter(queue, project),
             {'$unset': {f.RESERVATIONS + '.' + token: ''}})
+    except errors.BackendUnavailable as exc:
+        LOG.warning('reservation %s of queue %r left to go stale: %s',
+                    token, queue, exc)
+
+
+def give_back_token(driver, queue, project, token):
+    """:func:`give_back` reservation ``token`` (gone already: nothing),
+    for a writer that does not know which of its positions it filled (a
+    group move finished by gc may have landed part of it earlier). As
+    :func:`release`, a lost reply leaves the entry to go stale."""
+    field = f.RESERVATIONS + '.' + token
+    try:
+        counter = driver.counters.find_one(f.queue_filter(queue, project),
+                                           {field: True, '_id': False})
+        entry = (counter or {}).get(f.RESERVATIONS, {}).get(token)
+        if entry is not None:
+            give_back(driver, queue, project, token, entry)
     except errors.BackendUnavailable as exc:
         LOG.warning('reservation %s of queue %r left to go stale: %s',
                     token, queue, exc)
@@ -95,30 +125,56 @@ def horizon(counter, now, timeout_ms):
     return min(fresh, default=counter['n'] + 1)
 
 
-def read_horizon(driver, queue, project, now):
-    """:func:`horizon` of ``queue`` at ``now``."""
-    return horizon(driver.counters.find_one(
-        f.queue_filter(queue, project),
-        {'n': True, f.RESERVATIONS: True, '_id': False}), now,
-        timeout_ms(driver))
-
-
 def timeout_ms(driver):
     return int(driver.store_conf.reservation_timeout * 1000)
 
 
 def forget_stale(driver, queue, project, now):
-    """gc(): remove the entries that no longer count; how many. Each is
-    removed only if still stale (a released one is simply gone)."""
-    where = f.queue_filter(queue, project)
-    counter = driver.counters.find_one(where, {f.RESERVATIONS: True})
+    """gc(): give back the entries that no longer count; how many."""
+    counter = driver.counters.find_one(f.queue_filter(queue, project),
+                                       {f.RESERVATIONS: True})
+    return _give_back_stale(driver, queue, project, now, counter)
+
+
+def settled_horizon(driver, queue, project, now):
+    """:func:`horizon` of ``queue`` at ``now``, for a persistent page,
+    which may pass the positions of a stale entry: it gives those back
+    first, so that none counts as lost."""
+    counter = driver.counters.find_one(
+        f.queue_filter(queue, project),
+        {'n': True, f.RESERVATIONS: True, '_id': False})
+    _give_back_stale(driver, queue, project, now, counter)
+    return horizon(counter, now, timeout_ms(driver))
+
+
+def _give_back_stale(driver, queue, project, now, counter):
     before = now - timeout_ms(driver)
-    stale = [token for token, entry in
+    stale = {token: entry for token, entry in
              (counter or {}).get(f.RESERVATIONS, {}).items()
-             if entry[AT] <= before]
-    for token in stale:
-        field = f.RESERVATIONS + '.' + token
-        driver.counters.update_one(
-            dict(where, **{field + '.' + AT: {'$lte': before}}),
-            {'$unset': {field: ''}})
+             if entry[AT] <= before}
+    for token, entry in stale.items():
+        give_back(driver, queue, project, token, entry,
+                  {AT: {'$lte': before}})
     return len(stale)
+
+
+def give_back(driver, queue, project, token, entry, still=None):
+    """Remove entry ``token`` (as read: ``entry``) if it still matches
+    ``still`` (conditions on its fields), recording first the positions
+    of its range that hold no message as given up: one read of the
+    position index over the writer's own range. An entry of an earlier
+    version of this driver, without its count, is only removed."""
+    reserved = range(entry[START], entry[START] + entry.get(COUNT, 0))
+    if reserved:
+        where = f.queue_filter(queue, project, **{f.POSITION: {
+            '$gte': reserved.start, '$lt': reserved.stop}})
+        stored = {doc[f.POSITION] for doc in driver.messages.find(
+            where, {f.POSITION: True, '_id': False}, hint='zd_position')}
+        given_up.record(driver, queue, project, [
+            position for position in reserved if position not in stored])
+    field = f.RESERVATIONS + '.' + token
+    driver.counters.update_one(
+        dict(f.queue_filter(queue, project),
+             **{field + '.' + key: value
+                for key, value in (still or {}).items()}),
+        {'$unset': {field: ''}})

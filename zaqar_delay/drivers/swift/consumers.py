@@ -87,10 +87,10 @@ class Consumer(consumers.Consumer):
                                      repr=False)
 
     def skipped(self, start, first):
-        seen = [p for p in (start, self.handed) if p is not None]
-        if not seen or first <= max(seen) + 1 or self.gone is None:
+        gap = self.gap(start, first)
+        if gap is None or self.gone is None:
             return 0
-        return self.gone(max(seen), first)
+        return self.gone(*gap)
 
 
 def gone_obj(position):
