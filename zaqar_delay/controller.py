@@ -33,6 +33,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
 from zaqar_delay import consumers
+from zaqar_delay import control_store
 from zaqar_delay import errors
 from zaqar_delay import retention
 from zaqar_delay import rules
@@ -60,7 +61,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def queue_metadata(self, queue, project):
         """The queue's metadata; raises QueueDoesNotExist. From Zaqar's
         control store; a backend may keep an exact copy closer."""
-        return self.driver.queue_controller.get_metadata(queue, project)
+        with control_store.reached():
+            return self.driver.queue_controller.get_metadata(queue, project)
 
     def policy(self, queue, project):
         """The queue's validated policy; raises QueueDoesNotExist."""
@@ -141,7 +143,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         try:
             metadata = self.queue_metadata(target, project)
         except storage_errors.QueueDoesNotExist:
-            self.driver.queue_controller.create(target, project=project)
+            with control_store.reached():
+                self.driver.queue_controller.create(target, project=project)
             metadata = {}
         return rules.QueuePolicy.for_arrivals(metadata)
 

@@ -15,6 +15,7 @@ from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import conf as zd_conf
+from zaqar_delay import control_store
 from zaqar_delay import errors
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import retention as retention_options
@@ -97,9 +98,10 @@ class DataDriver(storage.DataDriverBase):
     def _own_pool(self, conf):
         """The registered pool whose URI Zaqar just gave this driver."""
         uri = conf[self.OPTIONS.GROUP_NAME].uri
-        pools = self.control_driver.pools_controller.list(limit=0,
-                                                          detailed=True)
-        return next((p for p in next(pools) if p['uri'] == uri), None)
+        with control_store.reached():
+            pools = next(self.control_driver.pools_controller.list(
+                limit=0, detailed=True))
+            return next((p for p in pools if p['uri'] == uri), None)
 
     @classmethod
     def driver_options(cls, options):
@@ -126,9 +128,11 @@ class DataDriver(storage.DataDriverBase):
             return
         catalogue = self.control_driver.catalogue_controller
         try:
-            pool = catalogue.get(project, queue)['pool']
+            with control_store.reached():
+                pool = catalogue.get(project, queue)['pool']
         except storage_errors.QueueNotMapped:
-            catalogue.insert(project, queue, self.pool_name)
+            with control_store.reached():
+                catalogue.insert(project, queue, self.pool_name)
             return
         if pool != self.pool_name:
             LOG.error('queue %r of project %r is on pool %r, but messages '

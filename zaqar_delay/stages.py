@@ -12,6 +12,7 @@ it, so refused metadata is never stored.
 from zaqar.storage import base as storage_base
 from zaqar.storage import errors as storage_errors
 
+from zaqar_delay import control_store
 from zaqar_delay import errors
 
 
@@ -38,7 +39,10 @@ class QueueStage:
         self._messages._purge_queue(name, project)
 
     def stats(self, name, project=None):
-        if not self._driver.queue_controller.exists(name, project=project):
+        with control_store.reached():
+            exists = self._driver.queue_controller.exists(name,
+                                                          project=project)
+        if not exists:
             raise storage_errors.QueueDoesNotExist(name, project)
         return self._messages.stats(name, project)
 
@@ -50,7 +54,10 @@ class TopicStage(QueueStage):
     TopicDoesNotExist (its transport answers an empty 200), not a 404."""
 
     def stats(self, name, project=None):
-        if not self._driver.topic_controller.exists(name, project=project):
+        with control_store.reached():
+            exists = self._driver.topic_controller.exists(name,
+                                                          project=project)
+        if not exists:
             raise storage_errors.TopicDoesNotExist(name, project)
         return self._messages.stats(name, project)
 

@@ -27,6 +27,10 @@ WORKER_START_TIMEOUT = 120
 DRAIN_CLAIM_TTL = 60
 # Longer than the longest delay plus a workers' claim ttl plus a gc pass.
 STUCK_AFTER = 20
+# The drain stops as a runaway once it has claimed this many times the
+# messages the run's posts carried (a dead letter is claimable on its
+# queue, then once more on its dead-letter queue).
+RUNAWAY_FACTOR = 2
 
 
 class HistoryRun:
@@ -166,14 +170,17 @@ class HistoryRun:
 
     # -- the end -----------------------------------------------------------
 
-    def drain_and_check(self, driver, timeout=120):
+    def drain_and_check(self, driver):
         """Consume everything left, with no faults, then check."""
+        records = history.load(self.workdir)
+        budget = RUNAWAY_FACTOR * sum(len(r.get('msgs') or ())
+                                      for r in records if r['op'] == 'post')
         saved = [(module, name, getattr(module, name))
                  for module, name, _ in self.gc_patches]
         for module, name, value in self.gc_patches:
             setattr(module, name, value)
         try:
-            left = self._drain(driver, timeout)
+            left = self._drain(driver, budget)
         finally:
             for module, name, value in saved:
                 setattr(module, name, value)
@@ -192,14 +199,14 @@ class HistoryRun:
                 report['examples'][kind] = report['all'][kind] = found
         return report
 
-    def _drain_queue(self, driver, recorder, queue, deadline):
-        """Claim and delete from ``queue`` until a claim comes back empty:
-        a group gives one message per claim, so a backlogged group needs
-        as many claims, and a gc pass (every queue of the store) between
-        each of them made the drain outlast its timeout on a loaded
-        machine. Returns how many were claimed."""
+    def _drain_queue(self, driver, recorder, queue, budget):
+        """Claim and delete from ``queue`` until a claim comes back empty
+        (or ``budget`` messages were claimed): a group gives one message
+        per claim, so a backlogged group needs as many claims, and a gc
+        pass (every queue of the store) between each of them made the
+        drain slow on a loaded machine. Returns how many were claimed."""
         total = 0
-        while time.monotonic() < deadline:
+        while total < budget:
             got = workers.claim_and_delete(driver, recorder, self.spec, queue,
                                            20, DRAIN_CLAIM_TTL)
             total += got
@@ -207,25 +214,33 @@ class HistoryRun:
                 break
         return total
 
-    def _drain(self, driver, timeout):
+    def _drain(self, driver, budget):
         """Claim and delete until every queue stays empty, or nothing was
         claimable for longer than any delay or claim could hold a message;
-        return what each queue still counts."""
+        return what each queue still counts.
+
+        No deadline: a drain that keeps claiming is making progress, however
+        long each claim takes on a loaded machine (a long Swift run's drain
+        outlasted a fixed 120 s with every message left claimable). It
+        ends as a ``runaway`` only after claiming ``budget`` messages, more
+        than the run's posts could have stored: then the store hands the
+        same messages out again and again."""
         recorder = history.Recorder(
             os.path.join(self.workdir, 'drain.jsonl'), 'drain')
         spec, queues = self.spec, list(self.spec['queues'].values())
         started = time.monotonic()
-        deadline = started + timeout
-        progress, quiet, left = started, 0, {}
+        progress, quiet, left, claimed = started, 0, {}, 0
         gc_seconds, rounds = [], 0
-        while (quiet < 2 and time.monotonic() < deadline
+        while (quiet < 2 and claimed < budget
                and time.monotonic() - progress < STUCK_AFTER):
             began = time.monotonic()
             driver.gc()
             gc_seconds.append(round(time.monotonic() - began, 2))
             rounds += 1
-            got = sum(self._drain_queue(driver, recorder, q, deadline)
+            got = sum(self._drain_queue(driver, recorder, q,
+                                        budget - claimed)
                       for q in queues)
+            claimed += got
             left = {q: driver.message_controller.stats(
                 q, spec['project'])['messages']['total'] for q in queues}
             quiet = quiet + 1 if not got and not any(left.values()) else 0
@@ -237,9 +252,10 @@ class HistoryRun:
         # How the drain went, for a report whose queues it left non-empty.
         self.drain_summary = {
             'seconds': round(time.monotonic() - started, 1),
-            'rounds': rounds, 'gc_seconds_max': max(gc_seconds, default=0),
+            'rounds': rounds, 'claimed': claimed, 'budget': budget,
+            'gc_seconds_max': max(gc_seconds, default=0),
             'ended': 'empty' if quiet >= 2 else (
-                'timeout' if time.monotonic() >= deadline else 'stuck')}
+                'runaway' if claimed >= budget else 'stuck')}
         return left
 
 

@@ -299,3 +299,29 @@ def test_a_group_member_whose_removal_was_cut_short_does_not_block_it(
     # The cut-short removal was finished: the member is gone for good.
     assert names.message_obj(first) not in objects(driver, queue, project,
                                                    'm/')
+
+
+def test_a_stale_entry_of_a_removed_group_member_does_not_block_it(
+        driver, make_queue, project):
+    """A claim's expiry that read the member's last lock before a pop
+    removed the member files its next attempt after the removal: an
+    ``a/<pos>/<id>/3`` entry of a message with no g/, m/ or lock left (the
+    long Swift fault run, issue 19: its group stuck 300 s into the drain).
+    Claims took it for its group's candidate, finished "its removal" with
+    the attempts its locks gave (none, so only ``a/.../1`` went) and left
+    the entry, skipping the group for good."""
+    from zaqar_delay import rules
+    queue = make_queue(GROUPED)
+    first, _ = post(driver, queue, project, {'g': 'x', 'n': 1},
+                    {'g': 'x', 'n': 2}, ttl=3600)
+    qs = driver.queue_state(queue, project)
+    now = driver.now_ms()
+    position = qs.lookup(first, now)[0].pos
+    assert bodies(driver.message_controller.pop(queue, 1, project=project)
+                  ) == [{'g': 'x', 'n': 1}]
+    stale = names.avail_obj(position, first, 3)
+    qs.make_available(position, first, 3, now, now,
+                      gk=names.group_key(rules.encode_group_id('x')))
+    got = [bodies(claim(driver, queue, project)[1]) for _ in range(2)]
+    assert [{'g': 'x', 'n': 2}] in got
+    assert stale not in objects(driver, queue, project, 'a/')

@@ -69,3 +69,40 @@ def test_an_unreachable_swift_is_a_storage_error(request, conf, project):
     unreachable.queue_controller.create('q', project=project)
     with pytest.raises(storage_errors.ConnectionError, match='Swift'):
         post(unreachable, 'q', project, 'lost?')
+
+
+@pytest.fixture
+def reply_losing_driver(conf, swift_server, redis_url):
+    """A Swift driver whose requests go through tests/servers/http_proxy
+    (the test Swift behind a proxy that can lose a reply)."""
+    from tests import backends
+    from tests.factories import swift as swift_factory
+    from tests.servers import http_proxy
+    from zaqar_delay.drivers.swift import driver as swift_driver
+    proxy = http_proxy.HttpProxy(swift_server.proxy_port).start()
+    uri = swift_factory.swift_uri(swift_server).replace(
+        ':{}/'.format(swift_server.proxy_port), ':{}/'.format(proxy.port))
+    conf.set_override('uri', uri, group=swift_factory.GROUP)
+    driver = swift_driver.DataDriver(
+        conf, None, backends.control_driver(conf, redis_url))
+    yield driver, proxy
+    driver.close()
+    proxy.stop()
+
+
+def test_a_post_whose_message_put_lost_its_reply_is_retried_once(
+        reply_losing_driver, project):
+    # swiftclient does not send a bytes body again: the driver gives it
+    # one it can rewind, so the PUT is retried (and its 412, the first
+    # attempt having landed, is read back as its own).
+    driver, proxy = reply_losing_driver
+    driver.queue_controller.create('q', project=project)
+    proxy.lose_reply_of(lambda method, path: method == 'PUT'
+                        and '/' + names.message_obj('') in path)
+    post(driver, 'q', project, 'a')
+    assert [(method, status) for method, _, status in proxy.lost] == [
+        ('PUT', 201)]
+    assert bodies(listed(driver, 'q', project, include_claimed=True)) == [
+        'a']
+    assert bodies(driver.message_controller.pop('q', 10,
+                                                project=project)) == ['a']

@@ -173,8 +173,13 @@ class ClaimController(controller.ClaimController):
                 # Filed but out of its group: a removal cut short after
                 # its g/ entry went (it goes first). Left, it would stand
                 # for its group in every claim and block the real head;
-                # finish the removal, which files the head.
+                # finish the removal, which files the head. Its own entry
+                # goes too: one filed after the removal took the locks
+                # (a claim's expiry racing a pop) has a later attempt
+                # than the locks left tell.
                 qs.remove([(message_id, pos, None, gk)], now)
+                qs.store.delete(qs.c, names.avail_obj(pos, message_id,
+                                                      attempt))
             # Else not first in its group (two posts crossed): it stays
             # filed and is taken once it is the head.
             return None

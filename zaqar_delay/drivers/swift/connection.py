@@ -8,6 +8,7 @@ transport answers with 503.
 """
 
 import concurrent.futures
+import io
 import json
 import threading
 import time
@@ -33,6 +34,20 @@ LISTING_LIMIT = 10000   # Swift's default container_listing_limit
 # names each) is sent as as many requests of this size as it needs.
 BULK_LIMIT = 200
 OWNER = 'X-Object-Meta-Zd-Owner'
+
+
+def rewindable(body):
+    """(contents, content length) of ``body`` as swiftclient can send it
+    again: it retries a PUT (a lost connection, a 5xx) only when it can
+    rewind the body, and fails the first retry of a non-empty ``bytes``
+    body ("no ability to reset contents"), so one transient error failed
+    a post. A PUT sent again
+    writes the same object under the same name; an exclusive one
+    (If-None-Match) answers 412 to its own first attempt, which its
+    callers read back as theirs (``create``, the message PUT's adopt)."""
+    if isinstance(body, bytes) and body:
+        return io.BytesIO(body), len(body)
+    return body, None
 
 
 class Endpoint:
@@ -154,7 +169,9 @@ class Store:
         if exclusive:
             headers['If-None-Match'] = '*'
         for _ in range(3):
-            status = self.call('put_object', container, name, body,
+            contents, length = rewindable(body)
+            status = self.call('put_object', container, name, contents,
+                               content_length=length,
                                content_type=content_type, headers=headers,
                                expect=(404, 412))
             if status == 412:

@@ -147,7 +147,7 @@ def transfer(driver, qs, project, members, target, policy, now):
 def finish_move(driver, qs, project, head, target, now):
     """gc: finish a move whose node died after locking ``head``."""
     try:
-        metadata = driver.queue_controller.get_metadata(target, project)
+        metadata = driver.message_controller.queue_metadata(target, project)
     except storage_errors.QueueDoesNotExist:
         # Nowhere to go: give the head back to its group.
         attempts = qs.latest_lock(head.id)[0]

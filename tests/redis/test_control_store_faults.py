@@ -1,0 +1,57 @@
+"""Redis: a control store that cannot answer is a storage error (503).
+
+The driver reads queue metadata from Zaqar's control store (here Zaqar's
+own Redis control driver, on a redis-server of the test's own); only the
+messages live in the driver's Redis. Zaqar's control driver turns a
+redis-py ConnectionError into a storage error but lets a TimeoutError (a
+stalled Redis: here SIGSTOPped) through, which Zaqar answers with a 500
+(the long fault history saw it as ``not_a_storage_error`` right after
+redis-server kills).
+"""
+
+import contextlib
+import os
+import signal
+
+import pytest
+import redis as redis_py
+
+from tests import backends
+from tests.contract.helpers import claim, post
+from zaqar_delay import errors
+from zaqar_delay.drivers.redis import driver as redis_driver
+
+
+@pytest.fixture
+def split_driver(conf, redis_url, own_redis):
+    """Messages in the session's Redis, metadata in ``own_redis``."""
+    conf.set_override('uri', redis_url.replace('redis://', 'delay.redis://'),
+                      group='drivers:message_store:delay.redis')
+    data = redis_driver.DataDriver(
+        conf, None, backends.control_driver(conf, own_redis.url))
+    yield data
+    data.close()
+
+
+@contextlib.contextmanager
+def stalled(server):
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+
+
+def test_a_stalled_control_store_fails_calls_with_a_storage_error(
+        split_driver, own_redis, project):
+    split_driver.queue_controller.create('q', project=project)
+    with stalled(own_redis):
+        # The metadata copy is empty: the post reads the control store.
+        with pytest.raises(errors.BackendUnavailable) as failed:
+            post(split_driver, 'q', project, 'a')
+    assert isinstance(failed.value.__cause__, redis_py.exceptions.TimeoutError)
+    assert "control store" in str(failed.value)
+    # Nothing was stored, and the control store back is the queue back.
+    post(split_driver, 'q', project, 'b')
+    _, messages = claim(split_driver, 'q', project)
+    assert [m['body'] for m in messages] == ['b']

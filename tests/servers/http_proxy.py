@@ -1,0 +1,117 @@
+"""A loopback HTTP proxy that loses the reply of a request that ran.
+
+For the Swift driver what tests/servers/tcp_proxy.py is for Redis: it
+forwards each request to the upstream server (the test Swift's proxy
+server), and for a request that ``lose_reply_of(predicate)`` armed it
+forwards the request, reads the whole reply, then closes the client's
+connection without sending it: Swift did the work, the client sees a
+broken connection, as when a load balancer or the network drops it. The
+Host header is passed on, so tempauth hands out storage URLs that point
+back at the proxy. Imports only the standard library.
+
+    proxy = HttpProxy(swift_server.proxy_port).start()
+    proxy.lose_reply_of(lambda method, path: method == 'PUT')
+    proxy.lost        # [(method, path, upstream status), ...]
+"""
+
+import http.client
+import http.server
+import threading
+
+HOP_BY_HOP = ('connection', 'keep-alive', 'transfer-encoding')
+
+
+class HttpProxy:
+
+    def __init__(self, upstream_port, host='127.0.0.1'):
+        self.upstream = (host, upstream_port)
+        self.lost = []
+        self._armed = []
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(
+            (host, 0), _handler_for(self))
+        self._server.daemon_threads = True
+
+    @property
+    def port(self):
+        return self._server.server_address[1]
+
+    def start(self):
+        threading.Thread(target=self._server.serve_forever,
+                         daemon=True).start()
+        return self
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+    def lose_reply_of(self, predicate):
+        """Lose the reply of the next request for which
+        ``predicate(method, path)`` is true."""
+        with self._lock:
+            self._armed.append(predicate)
+
+    def _take(self, method, path):
+        with self._lock:
+            for predicate in self._armed:
+                if predicate(method, path):
+                    self._armed.remove(predicate)
+                    return True
+        return False
+
+
+def _handler_for(proxy):
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = 'HTTP/1.1'
+
+        def log_message(self, *args):
+            pass
+
+        def _body(self):
+            if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
+                chunks = []
+                while True:
+                    size = int(self.rfile.readline().split(b';')[0], 16)
+                    chunk = self.rfile.read(size + 2)[:size]
+                    if not size:
+                        return b''.join(chunks)
+                    chunks.append(chunk)
+            return self.rfile.read(int(self.headers.get('Content-Length')
+                                       or 0))
+
+        def _forward(self):
+            body = self._body()
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in HOP_BY_HOP}
+            if body or self.command in ('PUT', 'POST'):
+                headers['Content-Length'] = str(len(body))
+            upstream = http.client.HTTPConnection(*proxy.upstream,
+                                                  timeout=60)
+            try:
+                upstream.request(self.command, self.path, body, headers)
+                reply = upstream.getresponse()
+                content = reply.read()
+            finally:
+                upstream.close()
+            if proxy._take(self.command, self.path):
+                proxy.lost.append((self.command, self.path, reply.status))
+                self.close_connection = True
+                return
+            self.send_response(reply.status, reply.reason)
+            for name, value in reply.getheaders():
+                if name.lower() not in HOP_BY_HOP + ('content-length',):
+                    self.send_header(name, value)
+            if self.command == 'HEAD':
+                length = reply.getheader('Content-Length')
+            else:
+                length = None if reply.status in (204, 304) else len(content)
+            if length is not None:
+                self.send_header('Content-Length', str(length))
+            self.end_headers()
+            if self.command != 'HEAD':
+                self.wfile.write(content)
+
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
+
+    return Handler
