@@ -123,7 +123,7 @@ class DataDriver(storage.DataDriverBase):
         created through its API, and looks nowhere else, so a target this
         driver created would be unreadable. A target filed under another
         pool is logged: the copies land in this pool, where Zaqar will not
-        look (README, *Scaling out*)."""
+        look (docs/scaling.md)."""
         if self.pool_name is None:
             return
         catalogue = self.control_driver.catalogue_controller

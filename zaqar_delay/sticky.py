@@ -1,6 +1,6 @@
 """Sticky consumers: on a queue with ``_message_group_sticky``, a group's
 messages go to the client that claimed (or popped) one of them, while that
-client stays active on the queue (README, "Sticky consumers").
+client stays active on the queue (docs/usage.md, "Sticky consumers").
 
 Zaqar's storage API passes no client to a claim or a pop. Its WSGI layer
 keeps the request context, with the request's ``Client-ID``, in

@@ -130,7 +130,7 @@ def test_delete_source_deletes_only_what_the_target_holds(
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             'our MongoDB driver keeps no memory of deleted ids: a move '
             'run again after consumers used the target stores what they '
-            'deleted (README, "Switching over")')))
+            'deleted (docs/migration.md)')))
     control.queue_controller.create('q', project=project)
     ids = zaqar_post(zaqar_redis, 'q', project, ['a', 'b', 'c'])
     assert migrate('--project-id', project)[0] == 0

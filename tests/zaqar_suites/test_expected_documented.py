@@ -6,7 +6,7 @@ import re
 
 from tests.zaqar_suites import expected
 
-README = pathlib.Path(__file__).resolve().parents[2] / 'README.md'
+README = pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'compatibility.md'
 BACKENDS = {'Redis': 'redis', 'MongoDB': 'mongodb', 'Swift': 'swift'}
 SUITES = {'ClaimControllerTest': 'Claims', 'MessageControllerTest':
           'Messages', 'QueueControllerTest': 'Queues',

@@ -4,6 +4,6 @@
 ``sources`` reads the old store through Zaqar's own driver classes,
 ``queues`` finds the queues to move, ``mover`` moves, verifies and
 (optionally) deletes one queue at a time, ``progress`` reports, and
-``cli`` reads ``zaqar.conf`` and the flags. The README section "Switching
-over from Zaqar's own drivers" is the operator's procedure.
+``cli`` reads ``zaqar.conf`` and the flags. docs/migration.md is the
+operator's procedure.
 """

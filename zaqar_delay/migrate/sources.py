@@ -10,7 +10,7 @@ stored (created, expires, due), so nothing is lost to the rounding of the
 
 Live claims are not carried: the moved message is free (claim count 0)
 in the target, and the consumer that held the claim gets a "claim not
-found" on its next delete or update (README, "Switching over").
+found" on its next delete or update (docs/migration.md).
 """
 
 import dataclasses

@@ -1,7 +1,7 @@
 """Delayed events on Zaqar: enqueue with a delay, handle per type with
 bounded retries and dead letters (extra ``zaqar-delay[worker]``).
 
-See :class:`App` and the README's "Delayed-event worker" section.
+See :class:`App` and docs/worker.md.
 """
 
 from zaqar_delay.worker.app import App

@@ -126,7 +126,7 @@ def page(driver, queue, project, marker, limit, now):
             'head': head['_id'],
             'in_flight': (head[f.STATE] == f.CLAIMED
                           and head.get(f.CLAIM_EXPIRES, 0) > now),
-            # No sticky groups on MongoDB yet (README, Sticky consumers).
+            # No sticky groups on MongoDB yet (docs/usage.md, Sticky consumers).
             'client': None})
     return out
 

@@ -25,7 +25,7 @@ whose declared keys are all still on the source but which touches a
 message hash already moved fails at that command, after its earlier
 writes; with every key declared, Redis would refuse the whole script
 (TRYAGAIN or ASK) before it ran. So slots must not be moved while their
-queues are in use (README, Redis Cluster). No script touches two queues:
+queues are in use (docs/scaling.md, Redis Cluster). No script touches two queues:
 a dead letter or a moved group leaves through the source's outbox, and
 ``outbox.py`` posts it to the target in a separate call. The one global key, the queue
 registry, is only written and read by single commands, never in a script

@@ -67,8 +67,8 @@ def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
                     'depth': 0, 'head': message_id,
                     'in_flight': holder.get(message_id, (0, None))[1]
                     in live_claims,
-                    # No sticky groups on Swift yet (README, Sticky
-                    # consumers).
+                    # No sticky groups on Swift yet (docs/usage.md,
+                    # Sticky consumers).
                     'client': None}
             group['depth'] += 1
         if len(page) < PAGE:
