@@ -155,6 +155,14 @@ def swift_session():
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def own_swift_account():
+    """Each test on the next spare account of the test Swift
+    (tests/factories/swift.py says why)."""
+    from tests.factories import swift as swift_factory
+    swift_factory.next_account()
+
+
 @pytest.fixture
 def crew(tmp_path):
     """Spawned worker processes for a multi-process test: a crashed worker

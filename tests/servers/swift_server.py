@@ -256,6 +256,9 @@ class SwiftServer(object):
       user2, key2     'test2:tester2' / 'testing2' (.admin of AUTH_test2)
       admin_user, admin_key  'admin:admin' / 'admin' (.reseller_admin: may
                       touch every account -- do not use for isolation tests)
+      spare_user(i)   (user, key) of AUTH_t<i>, 0 <= i < SPARE_ACCOUNTS:
+                      accounts tests take in turn, so that what one test
+                      leaves does not make the next one's gc slower
       storage_url, storage_url2   http://127.0.0.1:PORT/v1/AUTH_test(2)
       proxy_port, account_port, container_port, object_port, memcached_port
       conf_dir (= swift_dir), devices_dir, log_dir
@@ -271,6 +274,7 @@ class SwiftServer(object):
     account = 'AUTH_test'
     account2 = 'AUTH_test2'
     policy_alias = 'zaqar-fixture'
+    SPARE_ACCOUNTS = 32
 
     def __init__(self, host='127.0.0.1', base_dir=None, startup_timeout=60.0,
                  part_power=6, python=DEFAULT_PYTHON, bin_dir=DEFAULT_BIN_DIR,
@@ -440,6 +444,10 @@ class SwiftServer(object):
                 path = os.path.join(self.log_dir, name)
                 out.append('==> %s <==\n%s' % (path, _tail(path, lines)))
         return '\n'.join(out)
+
+    def spare_user(self, index):
+        """(user, key) of spare account ``AUTH_t<index>``."""
+        return 't%d:tester' % (index % self.SPARE_ACCOUNTS), 'testing'
 
     def get_auth(self, user=None, key=None):
         """Return (storage_url, token) via tempauth v1."""
@@ -619,6 +627,7 @@ class SwiftServer(object):
             user_admin_admin = admin .admin .reseller_admin
             user_test_tester = testing .admin
             user_test2_tester2 = testing2 .admin
+            %(spare_users)s
 
             [filter:cache]
             use = egg:swift#memcache
@@ -660,7 +669,10 @@ class SwiftServer(object):
 
             [filter:symlink]
             use = egg:swift#symlink
-            ''' % dict(common, port=self.proxy_port))
+            ''' % dict(common, port=self.proxy_port, spare_users=(
+            '\n' + ' ' * 12).join(
+                'user_t%d_tester = testing .admin' % i
+                for i in range(self.SPARE_ACCOUNTS))))
         # Legacy (object-expirer.conf) layout: the file name must contain
         # "expirer", and it doubles as the internal client's pipeline.
         self._write('object-expirer.conf', '''\

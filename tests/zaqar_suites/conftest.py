@@ -25,6 +25,7 @@ import swiftclient  # noqa: E402
 from zaqar import tests as zaqar_tests  # noqa: E402
 
 from tests import conftest as shared  # noqa: E402
+from tests.factories import swift as swift_factory  # noqa: E402
 from tests.servers import zaqar_server  # noqa: E402
 
 
@@ -102,9 +103,11 @@ def _store(backend, request, redis_url, monkeypatch):
 
 
 def _wipe_swift(server):
-    """Delete every container of the test account. Objects that expire
+    """Delete every container of the test's account. Objects that expire
     (X-Delete-At) meanwhile answer 404, and that is as good as deleted."""
-    connection = swiftclient.Connection(**server.credentials)
+    user, key = swift_factory.account_user(server)
+    connection = swiftclient.Connection(authurl=server.auth_url, user=user,
+                                        key=key, auth_version='1')
     for container in connection.get_account(full_listing=True)[1]:
         name = container['name']
         for obj in connection.get_container(name, full_listing=True)[1]:
