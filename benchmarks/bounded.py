@@ -40,7 +40,7 @@ import redis as redis_py
 
 from benchmarks.report import percentile
 from tests import backends
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import scripts

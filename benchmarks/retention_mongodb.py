@@ -31,7 +31,7 @@ import uuid
 
 from benchmarks import report
 from tests import backends
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 
 PROJECT = 'bench'
 CLIENT = uuid.uuid4()

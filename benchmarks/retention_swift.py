@@ -36,8 +36,8 @@ from benchmarks import retention
 from benchmarks.retention import PROJECT, post_seconds, queue
 from tests import backends
 from tests.factories import swift as swift_factory
-from tests.servers.redis_server import RedisServer
-from tests.servers.swift_server import SwiftServer
+from localstack.redis_server import RedisServer
+from localstack.swift_server import SwiftServer
 from zaqar_delay.drivers.swift import names
 
 CLAIM = {'ttl': 600, 'grace': 60}

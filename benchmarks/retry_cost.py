@@ -17,7 +17,7 @@ import redis
 
 from tests import backends
 from tests.contract.helpers import CLIENT
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 

@@ -28,7 +28,7 @@ from pymongo import monitoring
 from benchmarks import round_trips
 from benchmarks import workloads
 from tests import backends
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 
 
 def redis_pair(redis_url):
@@ -247,7 +247,7 @@ def main(argv=None):
                 *mongodb_pair(server.url, args.mongodb_uri), args)
         if 'swift' in chosen:
             args.round_trips = None
-            from tests.servers.swift_server import SwiftServer
+            from localstack.swift_server import SwiftServer
             with SwiftServer() as swift:
                 print('\n#### Swift: single node (1 replica, tempauth) on',
                       swift.url, '- sizes scaled down: a Swift request '

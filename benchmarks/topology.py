@@ -28,8 +28,8 @@ import uuid
 
 from benchmarks import workloads
 from tests.pooling import catalog as pooled
-from tests.servers.redis_cluster import RedisCluster
-from tests.servers.redis_server import RedisServer
+from localstack.redis_cluster import RedisCluster
+from localstack.redis_server import RedisServer
 
 GROUP = 'drivers:message_store:delay.redis'
 

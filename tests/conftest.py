@@ -13,7 +13,7 @@ import pytest
 from tests import backends
 from tests import crew as crew_module
 from tests import factories
-from tests.servers import redis_server
+from localstack import redis_server
 
 IN_CI = bool(os.environ.get('CI'))
 
@@ -65,7 +65,7 @@ def own_redis():
 @pytest.fixture(scope='session')
 def redis_cluster():
     """A real 3-master Redis Cluster on loopback, once per session."""
-    from tests.servers import redis_cluster as cluster_module
+    from localstack import redis_cluster as cluster_module
     try:
         cluster = cluster_module.RedisCluster().start()
     except redis_server.RedisUnavailable as exc:
@@ -144,7 +144,7 @@ def swift_server():
 
 def swift_session():
     """Start a Swift for a session fixture; skip (fail in CI) if it cannot."""
-    from tests.servers import swift_server as swift_module
+    from localstack import swift_server as swift_module
     server = swift_module.SwiftServer()
     try:
         server.start()

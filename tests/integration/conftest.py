@@ -5,7 +5,7 @@ import uuid
 import pytest
 import requests
 
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 
 @pytest.fixture

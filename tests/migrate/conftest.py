@@ -23,7 +23,7 @@ from tests import conftest as shared
 from tests import factories
 from tests.contract.helpers import listed
 from tests.factories import mongodb as mongodb_factory
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 from zaqar_delay.migrate import cli
 
 

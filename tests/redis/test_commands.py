@@ -12,7 +12,7 @@ import redis as redis_py
 
 from tests.contract.helpers import CLIENT
 from tests.factories import redis as redis_factory
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 from zaqar_delay import sticky
 
 pytestmark = pytest.mark.integration

@@ -19,7 +19,7 @@ import pytest
 from tests import backends
 from tests.contract.helpers import post
 from tests.factories import swift as swift_factory
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 from zaqar_delay import errors
 from zaqar_delay.cmd import gc as gc_command
 from zaqar_delay.drivers.swift import gc_lease

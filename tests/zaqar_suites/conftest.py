@@ -25,7 +25,7 @@ import swiftclient  # noqa: E402
 from zaqar import tests as zaqar_tests  # noqa: E402
 
 from tests import conftest as shared  # noqa: E402
-from tests.servers import zaqar_server  # noqa: E402
+from localstack import zaqar_server  # noqa: E402
 
 
 @pytest.fixture(scope='session')
