@@ -39,7 +39,7 @@ import uuid
 import redis as redis_py
 
 from benchmarks.report import percentile
-from tests import backends
+from localstack import backends
 from localstack.redis_server import RedisServer
 from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import driver as redis_driver

@@ -20,8 +20,8 @@ import tempfile
 import time
 import uuid
 
-from tests import backends
-from tests.factories import swift as swift_factory
+from localstack import backends
+from localstack.factories import swift as swift_factory
 from localstack import zaqar_server
 from localstack.redis_server import RedisServer
 from localstack.swift_server import SwiftServer

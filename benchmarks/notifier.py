@@ -39,7 +39,7 @@ import uuid
 
 from benchmarks import round_trips
 from benchmarks import run
-from tests import notifier
+from localstack import notifier
 from localstack.redis_server import RedisServer
 
 PROJECT = 'bench-notifier'

@@ -14,7 +14,7 @@ import sys
 import uuid
 
 from benchmarks import workloads
-from tests import backends
+from localstack import backends
 from localstack import redis_sentinel
 from zaqar_delay.drivers.redis import driver as redis_driver
 

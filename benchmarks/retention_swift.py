@@ -34,8 +34,8 @@ import time
 from benchmarks.report import percentile
 from benchmarks import retention
 from benchmarks.retention import PROJECT, post_seconds, queue
-from tests import backends
-from tests.factories import swift as swift_factory
+from localstack import backends
+from localstack.factories import swift as swift_factory
 from localstack.redis_server import RedisServer
 from localstack.swift_server import SwiftServer
 from zaqar_delay.drivers.swift import names

@@ -27,7 +27,7 @@ from pymongo import monitoring
 
 from benchmarks import round_trips
 from benchmarks import workloads
-from tests import backends
+from localstack import backends
 from localstack.redis_server import RedisServer
 
 
@@ -53,7 +53,7 @@ def mongodb_pair(redis_url, uri):
     from unittest import mock
     from zaqar.storage.mongodb import driver as zaqar_mongodb
     from zaqar_delay.drivers.mongodb import driver as ours
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     conf = backends.make_conf()
     conf.set_override('unreliable', True)
     database = 'zd_bench_' + uuid.uuid4().hex[:8]
@@ -82,7 +82,7 @@ def swift_pair(redis_url, server):
     """Our Swift driver and Zaqar's, on one real single-node Swift."""
     from zaqar.storage.swift import driver as zaqar_swift
     from zaqar_delay.drivers.swift import driver as ours
-    from tests.factories import swift as swift_factory
+    from localstack.factories import swift as swift_factory
     conf = backends.make_conf()
     conf.set_override('uri', swift_factory.swift_uri(server),
                       group=swift_factory.GROUP)

@@ -27,7 +27,7 @@ import time
 import uuid
 
 from benchmarks import workloads
-from tests.pooling import catalog as pooled
+from localstack import pooling_catalog as pooled
 from localstack.redis_cluster import RedisCluster
 from localstack.redis_server import RedisServer
 

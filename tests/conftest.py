@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests import crew as crew_module
-from tests import factories
+from localstack import factories
 from localstack import redis_server
 
 IN_CI = bool(os.environ.get('CI'))
@@ -105,7 +105,7 @@ def conf(operator_config, tmp_path, project):
 
 @pytest.fixture
 def driver(backend_name, request, conf):
-    factory = importlib.import_module('tests.factories.' + backend_name)
+    factory = importlib.import_module('localstack.factories.' + backend_name)
     data_driver = factory.make_driver(request, conf)
     yield data_driver
     data_driver.close()

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import bodies, listed, post
 from localstack import zaqar_server
 from zaqar_delay import driver as zd_driver

@@ -11,7 +11,7 @@ import yaml
 from importlib import metadata
 
 from zaqar_delay import conf as zd_conf
-from tests.factories import BACKENDS
+from localstack.factories import BACKENDS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RENO_SECTIONS = {'prelude', 'features', 'issues', 'upgrade', 'deprecations',

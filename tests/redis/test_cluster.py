@@ -16,7 +16,7 @@ import uuid
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests import conftest
 from tests.contract.helpers import claim, listed, post
 from tests.redis.test_retries import lose_next_reply  # noqa: F401 (fixture)

@@ -11,7 +11,7 @@ import pytest
 import redis as redis_py
 
 from tests.contract.helpers import CLIENT
-from tests.factories import redis as redis_factory
+from localstack.factories import redis as redis_factory
 from localstack import zaqar_server
 from zaqar_delay import sticky
 

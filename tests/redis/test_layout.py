@@ -8,9 +8,9 @@ import pytest
 import redis as redis_py
 from zaqar.storage import errors as storage_errors
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
-from tests.factories import redis as factories_redis
+from localstack.factories import redis as factories_redis
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import layout

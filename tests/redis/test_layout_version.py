@@ -11,7 +11,7 @@ import uuid
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import claim, post
 from localstack import zaqar_server
 from zaqar_delay import errors

@@ -8,7 +8,7 @@ import signal
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests import conftest
 from tests.contract.helpers import claim, listed, post
 from localstack import redis_sentinel

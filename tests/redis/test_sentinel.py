@@ -20,7 +20,7 @@ import pytest
 import redis as redis_py
 from zaqar.storage import errors as storage_errors
 
-from tests import backends
+from localstack import backends
 from tests import conftest
 from tests.contract.helpers import claim, listed, post, stats
 from localstack import redis_sentinel

@@ -16,9 +16,9 @@ import uuid
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import post
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from localstack import zaqar_server
 from zaqar_delay import errors
 from zaqar_delay.cmd import gc as gc_command
