@@ -10,8 +10,8 @@ import sys
 import yaml
 from importlib import metadata
 
-from zaqar_delay import conf as zd_conf
 from localstack.factories import BACKENDS
+from zaqar_delay import conf as zd_conf
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RENO_SECTIONS = {'prelude', 'features', 'issues', 'upgrade', 'deprecations',
