@@ -39,8 +39,8 @@ import uuid
 import redis as redis_py
 
 from benchmarks.report import percentile
-from tests import backends
-from tests.servers.redis_server import RedisServer
+from localstack import backends
+from localstack.redis_server import RedisServer
 from zaqar_delay import consumers
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import scripts

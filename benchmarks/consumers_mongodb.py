@@ -40,7 +40,7 @@ from benchmarks import report
 from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention_mongodb import PROJECT, make_driver, make_queue
 from benchmarks.retention_mongodb import post
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import reservations
 

@@ -32,7 +32,7 @@ from benchmarks.bounded import PROJECT, make_driver, post_many
 from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention import post_seconds, queue
 from benchmarks.retention_redis import timed
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 from zaqar_delay.drivers.redis import keys
 
 

@@ -30,8 +30,8 @@ from benchmarks import report
 from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention import PROJECT, post_seconds, queue
 from benchmarks.retention_swift import make_driver, post_many
-from tests.servers.redis_server import RedisServer
-from tests.servers.swift_server import SwiftServer
+from localstack.redis_server import RedisServer
+from localstack.swift_server import SwiftServer
 
 
 def positions(driver, name):

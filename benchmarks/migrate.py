@@ -20,11 +20,11 @@ import tempfile
 import time
 import uuid
 
-from tests import backends
-from tests.factories import swift as swift_factory
-from tests.servers import zaqar_server
-from tests.servers.redis_server import RedisServer
-from tests.servers.swift_server import SwiftServer
+from localstack import backends
+from localstack.factories import swift as swift_factory
+from localstack import zaqar_server
+from localstack.redis_server import RedisServer
+from localstack.swift_server import SwiftServer
 from zaqar_delay.migrate import cli
 
 BODY = {'payload': 'x' * 1000}

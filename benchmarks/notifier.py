@@ -39,8 +39,8 @@ import uuid
 
 from benchmarks import round_trips
 from benchmarks import run
-from tests import notifier
-from tests.servers.redis_server import RedisServer
+from localstack import notifier
+from localstack.redis_server import RedisServer
 
 PROJECT = 'bench-notifier'
 ZAQAR_UP_TO = 1000

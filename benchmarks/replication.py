@@ -14,8 +14,8 @@ import sys
 import uuid
 
 from benchmarks import workloads
-from tests import backends
-from tests.servers import redis_sentinel
+from localstack import backends
+from localstack import redis_sentinel
 from zaqar_delay.drivers.redis import driver as redis_driver
 
 GROUP = 'drivers:message_store:delay.redis'

@@ -30,8 +30,8 @@ import time
 import uuid
 
 from benchmarks import report
-from tests import backends
-from tests.servers.redis_server import RedisServer
+from localstack import backends
+from localstack.redis_server import RedisServer
 
 PROJECT = 'bench'
 CLIENT = uuid.uuid4()
@@ -39,7 +39,7 @@ GROUP = 'drivers:message_store:delay.mongodb'
 
 
 def make_driver(redis_url, uri):
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     from zaqar_delay.drivers.mongodb import driver
     conf = backends.make_conf()
     conf.set_override('database', 'zd_bench_' + uuid.uuid4().hex[:8],

@@ -33,7 +33,7 @@ from benchmarks.bounded import (CLAIM, PROJECT, make_driver, percentile,
                                 post_many, redis_cpu_ms)
 from benchmarks import retention
 from benchmarks.retention import queue
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 from zaqar_delay.drivers.redis import keys
 
 

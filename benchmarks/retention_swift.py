@@ -34,10 +34,10 @@ import time
 from benchmarks.report import percentile
 from benchmarks import retention
 from benchmarks.retention import PROJECT, post_seconds, queue
-from tests import backends
-from tests.factories import swift as swift_factory
-from tests.servers.redis_server import RedisServer
-from tests.servers.swift_server import SwiftServer
+from localstack import backends
+from localstack.factories import swift as swift_factory
+from localstack.redis_server import RedisServer
+from localstack.swift_server import SwiftServer
 from zaqar_delay.drivers.swift import names
 
 CLAIM = {'ttl': 600, 'grace': 60}

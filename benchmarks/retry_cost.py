@@ -15,13 +15,13 @@ import uuid
 
 import redis
 
-from tests import backends
-from tests.contract.helpers import CLIENT
-from tests.servers.redis_server import RedisServer
+from localstack import backends
+from localstack.redis_server import RedisServer
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
 PROJECT = 'bench'
+CLIENT = uuid.uuid4()
 
 
 def script_us(raw):

@@ -27,8 +27,8 @@ from pymongo import monitoring
 
 from benchmarks import round_trips
 from benchmarks import workloads
-from tests import backends
-from tests.servers.redis_server import RedisServer
+from localstack import backends
+from localstack.redis_server import RedisServer
 
 
 def redis_pair(redis_url):
@@ -53,7 +53,7 @@ def mongodb_pair(redis_url, uri):
     from unittest import mock
     from zaqar.storage.mongodb import driver as zaqar_mongodb
     from zaqar_delay.drivers.mongodb import driver as ours
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     conf = backends.make_conf()
     conf.set_override('unreliable', True)
     database = 'zd_bench_' + uuid.uuid4().hex[:8]
@@ -82,7 +82,7 @@ def swift_pair(redis_url, server):
     """Our Swift driver and Zaqar's, on one real single-node Swift."""
     from zaqar.storage.swift import driver as zaqar_swift
     from zaqar_delay.drivers.swift import driver as ours
-    from tests.factories import swift as swift_factory
+    from localstack.factories import swift as swift_factory
     conf = backends.make_conf()
     conf.set_override('uri', swift_factory.swift_uri(server),
                       group=swift_factory.GROUP)
@@ -247,7 +247,7 @@ def main(argv=None):
                 *mongodb_pair(server.url, args.mongodb_uri), args)
         if 'swift' in chosen:
             args.round_trips = None
-            from tests.servers.swift_server import SwiftServer
+            from localstack.swift_server import SwiftServer
             with SwiftServer() as swift:
                 print('\n#### Swift: single node (1 replica, tempauth) on',
                       swift.url, '- sizes scaled down: a Swift request '

@@ -27,7 +27,7 @@ import redis as redis_py
 from benchmarks.bounded import PROJECT, make_driver, queue, redis_cpu_ms
 from benchmarks.bounded import slowest
 from benchmarks.report import percentile
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 from zaqar_delay import sticky
 
 STICKY = {'_message_group_key': 'g', '_message_group_sticky': 3600}

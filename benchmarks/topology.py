@@ -27,9 +27,9 @@ import time
 import uuid
 
 from benchmarks import workloads
-from tests.pooling import catalog as pooled
-from tests.servers.redis_cluster import RedisCluster
-from tests.servers.redis_server import RedisServer
+from localstack import pooling_catalog as pooled
+from localstack.redis_cluster import RedisCluster
+from localstack.redis_server import RedisServer
 
 GROUP = 'drivers:message_store:delay.redis'
 

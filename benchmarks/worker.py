@@ -20,8 +20,8 @@ import uuid
 
 from zaqarclient.queues.v2 import client as zaqar_client
 
-from tests.servers.redis_server import RedisServer
-from tests.servers.zaqar_server import ZaqarServer
+from localstack.redis_server import RedisServer
+from localstack.zaqar_server import ZaqarServer
 from zaqar_delay.worker import App
 from zaqar_delay.worker import current_event
 from zaqar_delay.worker import Settings

@@ -5,7 +5,7 @@
 # present.  Must run as root (or via sudo).  Daemons are NOT started: the
 # Debian maintainer scripts go through invoke-rc.d, which we block with a
 # temporary policy-rc.d (exit 101) if none is in place.  The test fixture
-# (tests/servers/swift_server.py) never uses /etc/swift or the init scripts;
+# (localstack/swift_server.py) never uses /etc/swift or the init scripts;
 # it writes its own configs into a temp dir and starts the servers itself.
 set -euo pipefail
 

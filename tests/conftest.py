@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests import crew as crew_module
-from tests import factories
-from tests.servers import redis_server
+from localstack import factories
+from localstack import redis_server
 
 IN_CI = bool(os.environ.get('CI'))
 
@@ -65,7 +65,7 @@ def own_redis():
 @pytest.fixture(scope='session')
 def redis_cluster():
     """A real 3-master Redis Cluster on loopback, once per session."""
-    from tests.servers import redis_cluster as cluster_module
+    from localstack import redis_cluster as cluster_module
     try:
         cluster = cluster_module.RedisCluster().start()
     except redis_server.RedisUnavailable as exc:
@@ -105,7 +105,7 @@ def conf(operator_config, tmp_path, project):
 
 @pytest.fixture
 def driver(backend_name, request, conf):
-    factory = importlib.import_module('tests.factories.' + backend_name)
+    factory = importlib.import_module('localstack.factories.' + backend_name)
     data_driver = factory.make_driver(request, conf)
     yield data_driver
     data_driver.close()
@@ -144,7 +144,7 @@ def swift_server():
 
 def swift_session():
     """Start a Swift for a session fixture; skip (fail in CI) if it cannot."""
-    from tests.servers import swift_server as swift_module
+    from localstack import swift_server as swift_module
     server = swift_module.SwiftServer()
     try:
         server.start()
@@ -158,8 +158,8 @@ def swift_session():
 @pytest.fixture(autouse=True)
 def own_swift_account():
     """Each test on the next spare account of the test Swift
-    (tests/factories/swift.py says why)."""
-    from tests.factories import swift as swift_factory
+    (localstack/factories/swift.py says why)."""
+    from localstack.factories import swift as swift_factory
     swift_factory.next_account()
 
 

@@ -10,7 +10,7 @@ import pytest
 from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import post
-from tests.factories import redis as redis_factory
+from localstack.factories import redis as redis_factory
 from tests.redis.test_commands import config  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.integration

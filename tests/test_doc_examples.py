@@ -8,7 +8,7 @@ import runpy
 
 import pytest
 
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 pytestmark = [pytest.mark.integration]
 EXAMPLES = (pathlib.Path(__file__).resolve().parents[1] / 'doc' / 'source'

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import bodies, listed, post
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 from zaqar_delay import driver as zd_driver
 from zaqar_delay import errors
 from zaqar_delay.cmd import gc as gc_command

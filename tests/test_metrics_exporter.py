@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.contract.helpers import claim, post
 from tests.contract.test_consumers import Reader
-from tests.servers.redis_server import free_port
+from localstack.redis_server import free_port
 from tests.test_gc_command import redis_store
 from zaqar_delay import errors
 from zaqar_delay import exporter

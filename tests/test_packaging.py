@@ -10,8 +10,8 @@ import sys
 import yaml
 from importlib import metadata
 
+from localstack.factories import BACKENDS
 from zaqar_delay import conf as zd_conf
-from tests.factories import BACKENDS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RENO_SECTIONS = {'prelude', 'features', 'issues', 'upgrade', 'deprecations',
@@ -101,3 +101,18 @@ def test_persistent_consumer_entry_points_are_declared():
         module, attribute = declared[key].split(':')
         assert (module, attribute) == expected
         assert getattr(importlib.import_module(module), attribute)
+
+
+def test_the_local_servers_are_not_installed_with_the_driver():
+    """localstack/ (and the tests, tools and benchmarks that use it) stay
+    in the repository: setup.cfg's package list holds the driver only."""
+    import setuptools
+    setup_cfg = configparser.ConfigParser()
+    setup_cfg.read(ROOT / 'setup.cfg')
+    assert setup_cfg['options']['packages'].strip() == 'find:'
+    include = setup_cfg['options.packages.find']['include'].split()
+    packages = setuptools.find_packages(str(ROOT), include=include)
+    assert 'zaqar_delay' in packages
+    # The driver and its tempest plugin, nothing else.
+    assert {package.split('.')[0] for package in packages} == {
+        'zaqar_delay', 'zaqar_delay_tempest_plugin'}

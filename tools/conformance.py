@@ -21,9 +21,6 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
 
-from tests.factories import BACKENDS
-from tests.zaqar_suites import expected
-
 CLASS = re.compile(r'Test(Zaqar)?(redis|mongodb|swift)(\w+)$', re.I)
 OUTCOMES = ('passed', 'failed', 'xfailed', 'skipped')
 
@@ -38,56 +35,71 @@ def outcome(case):
     return 'passed'
 
 
-def suites():
-    """{Zaqar suite name: path of the test module that runs it}."""
-    # Imported only here: the conftest sets ZAQAR_TEST_MONGODB, which
-    # Zaqar's WSGI test classes read when its test helpers first load.
-    from tests.zaqar_suites import conftest  # noqa: F401
-    from tests.zaqar_suites import test_storage
-    from tests.zaqar_suites import test_wsgi
-    return {suite: 'tests/zaqar_suites/{}.py'.format(
-        module.__name__.rsplit('.', 1)[-1])
-        for module in (test_storage, test_wsgi) for suite in module.SUITES}
+def pytest(*args, **kwargs):
+    """Run pytest in a subprocess with Zaqar's drivers added to
+    tests/zaqar_suites: the tool never imports the test tree itself."""
+    env = dict(os.environ, ZAQAR_DELAY_COMPARE='1')
+    return subprocess.run([sys.executable, '-m', 'pytest', '-p',
+                           'no:cacheprovider', '-o', 'addopts=', '-q', '-W',
+                           'ignore', *args], env=env, **kwargs)
 
 
-def arguments(argv, modules):
+def collected():
+    """{(backend, Zaqar suite): [the ``path::Class`` node ids of our driver
+    and Zaqar's]}, in the order pytest collects tests/zaqar_suites."""
+    listing = pytest('--collect-only', 'tests/zaqar_suites',
+                     capture_output=True, text=True)
+    if listing.returncode != 0:
+        sys.exit('pytest could not collect tests/zaqar_suites:\n'
+                 + listing.stdout + listing.stderr)
+    classes = {}
+    for line in listing.stdout.splitlines():
+        path, _, rest = line.partition('::')
+        found = CLASS.match(rest.split('::', 1)[0])
+        if found:
+            node = '{}::{}'.format(path, found.group(0))
+            nodes = classes.setdefault(
+                (found.group(2).lower(), found.group(3)), [])
+            if node not in nodes:
+                nodes.append(node)
+    return classes
+
+
+def arguments(argv, classes):
     """(options, the arguments left for pytest)."""
     parser = argparse.ArgumentParser(
         prog='python -m tools.conformance', allow_abbrev=False,
         description="Run Zaqar's own test suites on our drivers and on "
         "Zaqar's drivers on the same servers, and print both sets of "
         "counts. Arguments not listed here go to pytest.")
-    parser.add_argument('--backend', choices=BACKENDS,
+    parser.add_argument('--backend',
+                        choices=list(dict.fromkeys(b for b, _ in classes)),
                         help='only this backend (default: every one)')
-    parser.add_argument('--suite', choices=list(modules),
+    parser.add_argument('--suite',
+                        choices=list(dict.fromkeys(s for _, s in classes)),
                         help="only this Zaqar suite (default: every one): "
                         "the storage suites, then the WSGI v2 ones")
     return parser.parse_known_args(argv)
 
 
-def selection(options, modules):
+def selection(options, classes):
     """The test classes pytest runs: ours and Zaqar's driver for each
     chosen backend and suite."""
     if options.backend is None and options.suite is None:
         return ['tests/zaqar_suites']
-    return ['{}::{}'.format(modules[suite],
-                            expected.class_name(prefix + backend, suite))
-            for backend in ([options.backend] if options.backend
-                            else BACKENDS)
-            for suite in ([options.suite] if options.suite else modules)
-            for prefix in ('', 'zaqar-')]
+    return [node for (backend, suite), nodes in classes.items()
+            if options.backend in (None, backend)
+            and options.suite in (None, suite)
+            for node in nodes]
 
 
 def main(argv):
-    modules = suites()
-    options, pytest_args = arguments(argv, modules)
+    classes = collected()
+    options, pytest_args = arguments(argv, classes)
     report = os.path.join(tempfile.mkdtemp(prefix='zd-conformance-'),
                           'junit.xml')
-    env = dict(os.environ, ZAQAR_DELAY_COMPARE='1')
-    subprocess.call([sys.executable, '-m', 'pytest', '-p',
-                     'no:cacheprovider', '-o', 'addopts=', '-q', '-W',
-                     'ignore', '--junitxml', report,
-                     *selection(options, modules), *pytest_args], env=env)
+    pytest('--junitxml', report, *selection(options, classes),
+           *pytest_args)
     counts = collections.defaultdict(collections.Counter)
     for case in ElementTree.parse(report).iter('testcase'):
         found = CLASS.match(case.get('classname', '').rsplit('.', 1)[-1])

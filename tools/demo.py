@@ -23,8 +23,8 @@ import requests
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
-from tests.servers.redis_server import RedisServer  # noqa: E402
-from tests.servers.zaqar_server import ZaqarServer  # noqa: E402
+from localstack.redis_server import RedisServer  # noqa: E402
+from localstack.zaqar_server import ZaqarServer  # noqa: E402
 from zaqar_delay import worker  # noqa: E402
 
 

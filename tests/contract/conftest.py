@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests import factories
+from localstack import factories
 
 CONTRACT_BACKENDS = factories.BACKENDS + ('redis_cluster',)
 

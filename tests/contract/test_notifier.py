@@ -5,7 +5,7 @@ subscription controller: the drivers leave the persistent consumers
 Zaqar's REST API, which lists through our subscription stage, still sees
 every subscription (zaqar_delay/stages.py)."""
 
-from tests import notifier
+from localstack import notifier
 from tests.contract.helpers import post
 from zaqar_delay import stages
 

@@ -3,8 +3,8 @@
 import pytest
 
 from tests.conftest import unavailable
-from tests.servers import redis_cluster
-from tests.servers import redis_server
+from localstack import redis_cluster
+from localstack import redis_server
 
 
 @pytest.fixture(scope='module')

@@ -6,7 +6,7 @@ through the driver under test.
 
 import time
 
-from tests.servers.redis_cluster import command
+from localstack.redis_cluster import command
 
 
 def stall(port, seconds):

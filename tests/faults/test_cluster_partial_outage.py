@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys

@@ -3,7 +3,7 @@
 The producers, consumers, queues and checks of test_redis_history.py,
 the driver going through its cluster client
 (``delay.redis://h1,h2,h3?cluster=true``). The cluster is the test's own
-(tests/servers/redis_cluster.py: no replicas, append-only file on with
+(localstack/redis_cluster.py: no replicas, append-only file on with
 ``appendfsync always``, ``cluster-node-timeout`` 2 s). The queues live on
 the first two masters (a dead letter crosses from the second to the
 first); the third holds none of them, only the queue registry

@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from tests.faults import redis_faults
-from tests.servers.redis_cluster import command
+from localstack.redis_cluster import command
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 Producers and consumers (claiming and popping) run as separate processes
 on delayed, grouped and dead-lettering queues, their driver talking to
-Redis through a loopback proxy (tests/servers/tcp_proxy.py) that drops the
+Redis through a loopback proxy (localstack/tcp_proxy.py) that drops the
 reply of a share of the Lua scripts that ran. Meanwhile a fault thread, at
 random, SIGKILLs redis-server and restarts it on its append-only file
 (``appendfsync always``: an acknowledged write survives), drops every
@@ -29,8 +29,8 @@ from tests.faults import harness
 from tests.faults import redis_faults
 from tests.faults import store_dump
 from tests.faults import workers
-from tests.servers import redis_server
-from tests.servers import tcp_proxy
+from localstack import redis_server
+from localstack import tcp_proxy
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 replica promoted.
 
 The producers, consumers, queues and checks of test_redis_history.py, the
-driver given Zaqar's Sentinel URI (tests/servers/redis_sentinel.py: a
+driver given Zaqar's Sentinel URI (localstack/redis_sentinel.py: a
 master, a replica, three Sentinels, ``down-after-milliseconds`` 1000).
 Replication is asynchronous, so a write the master acknowledged just
 before it died can be missing on the replica it fails over to (README,
@@ -32,8 +32,8 @@ from tests.conftest import unavailable
 from tests.faults import harness
 from tests.faults import redis_faults
 from tests.faults import workers
-from tests.servers import redis_sentinel
-from tests.servers.redis_server import RedisUnavailable
+from localstack import redis_sentinel
+from localstack.redis_server import RedisUnavailable
 
 pytestmark = pytest.mark.slow
 

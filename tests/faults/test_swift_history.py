@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from tests.faults import harness
 from tests.faults import workers
 

@@ -34,8 +34,8 @@ ABANDON_OTHERS = 0.1
 
 def make_driver(spec):
     """The data driver ``spec`` describes, metadata in Zaqar's Redis
-    control driver (as tests/factories do)."""
-    from tests import backends
+    control driver (as localstack/factories do)."""
+    from localstack import backends
     conf = backends.make_conf()
     if spec['backend'] == 'redis':
         from zaqar_delay.drivers.redis import driver

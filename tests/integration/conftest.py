@@ -5,14 +5,14 @@ import uuid
 import pytest
 import requests
 
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 
 @pytest.fixture
 def zaqar_url(backend_name, request, operator_config, project):
     """Zaqar's real WSGI app on ``backend_name``, served on loopback, its
     zaqar.conf ending with ``operator_config``."""
-    factory = importlib.import_module('tests.factories.' + backend_name)
+    factory = importlib.import_module('localstack.factories.' + backend_name)
     store, options = factory.zaqar_store(request)
     redis_url = request.getfixturevalue('redis_url')
     config = zaqar_server.write_config(

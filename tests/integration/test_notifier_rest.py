@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests import notifier
+from localstack import notifier
 from tests.integration.conftest import Client
 
 NOTIFIER_ON = """

@@ -17,8 +17,8 @@ import pytest
 
 from tests.integration.conftest import Client
 from tests.integration.test_wsgi_retention import patch_metadata
-from tests.servers import redis_server
-from tests.servers import zaqar_server
+from localstack import redis_server
+from localstack import zaqar_server
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import time
 import pytest
 from zaqarclient.queues import client as zaqar_client
 
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 pytestmark = pytest.mark.integration
 

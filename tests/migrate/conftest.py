@@ -18,12 +18,12 @@ import uuid
 import pytest
 from oslo_utils import timeutils
 
-from tests import backends
+from localstack import backends
 from tests import conftest as shared
-from tests import factories
+from localstack import factories
 from tests.contract.helpers import listed
-from tests.factories import mongodb as mongodb_factory
-from tests.servers import zaqar_server
+from localstack.factories import mongodb as mongodb_factory
+from localstack import zaqar_server
 from zaqar_delay.migrate import cli
 
 
@@ -49,7 +49,7 @@ def target_store(target_name, own_redis, request):
     if target_name == 'redis':
         return 'delay.redis', {
             'uri': own_redis.url.replace('redis://', 'delay.redis://')}
-    factory = importlib.import_module('tests.factories.' + target_name)
+    factory = importlib.import_module('localstack.factories.' + target_name)
     return factory.zaqar_store(request)
 
 

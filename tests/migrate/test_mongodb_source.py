@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import listed
-from tests.factories import mongodb as mongodb_factory
-from tests.servers import zaqar_server
+from localstack.factories import mongodb as mongodb_factory
+from localstack import zaqar_server
 
 CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
 SOURCE_URI = 'mongodb://127.0.0.1:27017'

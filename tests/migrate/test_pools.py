@@ -8,10 +8,10 @@ import io
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import listed
 from tests.migrate.conftest import zaqar_post
-from tests.pooling import catalog as pooled
+from localstack import pooling_catalog as pooled
 from zaqar_delay.migrate import cli
 
 

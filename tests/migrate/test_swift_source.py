@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import listed
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from tests.migrate.conftest import FOUR_MOVED
 from tests.migrate.conftest import killed_and_run_again
 from tests.migrate.conftest import migrate_command

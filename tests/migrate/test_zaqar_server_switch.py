@@ -13,7 +13,7 @@ import requests
 from tests.migrate.conftest import kill_after
 from tests.migrate.conftest import migrate_command
 from tests.migrate.conftest import run_to_the_end
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 pytestmark = pytest.mark.integration
 

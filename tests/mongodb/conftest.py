@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.factories import mongodb as mongodb_factory
+from localstack.factories import mongodb as mongodb_factory
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from pymongo import errors as mongo_errors
 from zaqar.storage import errors as storage_errors
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import claim, post, stats
 from zaqar_delay import conf as zd_conf
 from zaqar_delay import errors

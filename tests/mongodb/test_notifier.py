@@ -5,13 +5,13 @@ calls), never timed."""
 import pytest
 
 from benchmarks import round_trips
-from tests import notifier
+from localstack import notifier
 from tests.contract.helpers import post
 
 
 @pytest.fixture
 def on_mongomock():
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     if mongodb_factory.real_server_uri():
         pytest.skip('counts calls on mongomock')
 

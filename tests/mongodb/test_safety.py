@@ -73,7 +73,7 @@ def test_projects_with_operator_like_names_are_isolated(driver, name):
 
 
 def test_oversized_body_is_refused_and_nothing_is_stored(request, conf):
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     conf.set_override('max_body_size', 2048, group=GROUP)
     driver = mongodb_factory.make_driver(request, conf)
     driver.queue_controller.create('q', project='big')

@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 
-from tests import backends
+from localstack import backends
 from tests import crew as crew_module
 
 GROUP = 'drivers:message_store:delay.mongodb'

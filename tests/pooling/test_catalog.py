@@ -14,8 +14,8 @@ import redis as redis_py
 from zaqar.common import errors as zaqar_errors
 
 from tests.contract.helpers import claim, post
-from tests.pooling import catalog as pooled
-from tests.pooling.catalog import delay_uri
+from localstack import pooling_catalog as pooled
+from localstack.pooling_catalog import delay_uri
 
 REDIS_GROUP = 'drivers:message_store:delay.redis'
 
@@ -101,7 +101,7 @@ def test_each_mongodb_pool_keeps_its_own_server_and_database(
     # mongomock cannot be shared across processes, so MongoDB pooling is
     # tested here, in Zaqar's catalogue, with one mongomock per pool URI.
     import mongomock
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     from zaqar_delay.drivers.mongodb import driver as mongodb_driver
     mongodb_factory.adapt_mongomock()
     servers = {}
@@ -141,7 +141,7 @@ def test_each_mongodb_pool_keeps_its_own_server_and_database(
 def test_each_swift_pool_keeps_its_own_account(tmp_path, project,
                                                swift_server):
     # Two tempauth accounts of the one test Swift are two pools.
-    from tests.factories import swift as swift_factory
+    from localstack.factories import swift as swift_factory
     from zaqar_delay.drivers.swift import names
     _, control, catalog = pooled.make_catalog(tmp_path, 'delay.swift')
     uris = {'a': swift_factory.swift_uri(swift_server),

@@ -11,9 +11,9 @@ import pytest
 import redis as redis_py
 
 from tests.contract.helpers import post
-from tests.pooling import catalog as pooled
-from tests.pooling.catalog import delay_uri
-from tests.servers.redis_server import free_port
+from localstack import pooling_catalog as pooled
+from localstack.pooling_catalog import delay_uri
+from localstack.redis_server import free_port
 from zaqar_delay.cmd import gc as gc_command
 from zaqar_delay.cmd import groups as groups_command
 

@@ -16,7 +16,7 @@ from tests.pooling.zaqar_pools import POOLS
 from tests.pooling.zaqar_pools import admin
 from tests.pooling.zaqar_pools import catalogue
 from tests.pooling import zaqar_pools
-from tests.servers import redis_server
+from localstack import redis_server
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ after a restart; delay and groups on each pool."""
 import pytest
 import swiftclient
 
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from tests.pooling import zaqar_pools
 from zaqar_delay.drivers.swift import names
 

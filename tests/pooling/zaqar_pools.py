@@ -16,7 +16,7 @@ import requests
 import sqlalchemy
 
 from tests.integration.conftest import Client
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 POOLS = ('pa', 'pb')
 QUEUES_PER_POOL = 3

@@ -16,7 +16,7 @@ import uuid
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests import conftest
 from tests.contract.helpers import claim, listed, post
 from tests.redis.test_retries import lose_next_reply  # noqa: F401 (fixture)
@@ -27,8 +27,8 @@ from tests.redis.test_retries import (  # noqa: F401 (run here again)
     test_a_retried_pop_returns_the_batch_it_took,
     test_a_retried_post_does_not_restore_a_deleted_message,
 )
-from tests.servers import redis_cluster as cluster_module
-from tests.servers.redis_server import RedisUnavailable
+from localstack import redis_cluster as cluster_module
+from localstack.redis_server import RedisUnavailable
 from zaqar_delay import errors as zaqar_delay_errors
 from zaqar_delay.drivers.redis import connection
 from zaqar_delay.drivers.redis import driver as redis_driver

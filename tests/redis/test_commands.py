@@ -11,8 +11,8 @@ import pytest
 import redis as redis_py
 
 from tests.contract.helpers import CLIENT
-from tests.factories import redis as redis_factory
-from tests.servers import zaqar_server
+from localstack.factories import redis as redis_factory
+from localstack import zaqar_server
 from zaqar_delay import sticky
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from tests.redis import workers
-from tests.servers.redis_server import RedisServer
+from localstack.redis_server import RedisServer
 
 from tests.contract.helpers import bodies, claim, listed, post
 from tests.redis.test_retention import key, raw  # noqa: F401 (a fixture)

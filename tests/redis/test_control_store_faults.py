@@ -16,7 +16,7 @@ import signal
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import claim, post
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver

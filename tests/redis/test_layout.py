@@ -8,9 +8,9 @@ import pytest
 import redis as redis_py
 from zaqar.storage import errors as storage_errors
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
-from tests.factories import redis as factories_redis
+from localstack.factories import redis as factories_redis
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import layout
@@ -125,7 +125,7 @@ def test_gc_frees_the_groups_of_a_sticky_client_gone_idle(driver, raw,
 
 def test_unreachable_redis_raises_zaqars_connection_error(conf, redis_url):
     from zaqar_delay.drivers.redis import driver as redis_driver
-    from tests.servers.redis_server import free_port
+    from localstack.redis_server import free_port
     conf.set_override('uri', 'delay.redis://127.0.0.1:%d' % free_port(),
                       group='drivers:message_store:delay.redis')
     conf.set_override('max_reconnect_attempts', 1,

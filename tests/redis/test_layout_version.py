@@ -11,9 +11,9 @@ import uuid
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import claim, post
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys

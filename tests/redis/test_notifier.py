@@ -6,7 +6,7 @@ import pytest
 import redis as redis_py
 
 from benchmarks import round_trips
-from tests import notifier
+from localstack import notifier
 from tests.contract.helpers import post
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import subscriptions

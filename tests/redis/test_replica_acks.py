@@ -8,11 +8,11 @@ import signal
 import pytest
 import redis as redis_py
 
-from tests import backends
+from localstack import backends
 from tests import conftest
 from tests.contract.helpers import claim, listed, post
-from tests.servers import redis_sentinel
-from tests.servers.redis_server import RedisUnavailable
+from localstack import redis_sentinel
+from localstack.redis_server import RedisUnavailable
 from zaqar_delay.drivers.redis import driver as redis_driver
 
 GROUP = 'drivers:message_store:delay.redis'

@@ -13,7 +13,7 @@ import redis as redis_py
 
 from tests.contract.helpers import (CLIENT, bodies, claim, listed, post,
                                     stats)
-from tests.factories import redis as factories_redis
+from localstack.factories import redis as factories_redis
 from zaqar_delay.drivers.redis import keys
 
 BATCH = 100

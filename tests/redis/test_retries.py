@@ -15,7 +15,7 @@ import pytest
 import redis as redis_py
 
 from tests.contract.helpers import claim, listed, post
-from tests.factories import redis as factories_redis
+from localstack.factories import redis as factories_redis
 from zaqar_delay import consumers
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver

@@ -12,7 +12,7 @@ import redis as redis_py
 from zaqar.storage import errors as storage_errors
 
 from benchmarks import round_trips
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import claim, listed, post
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys

@@ -20,11 +20,11 @@ import pytest
 import redis as redis_py
 from zaqar.storage import errors as storage_errors
 
-from tests import backends
+from localstack import backends
 from tests import conftest
 from tests.contract.helpers import claim, listed, post, stats
-from tests.servers import redis_sentinel
-from tests.servers.redis_server import RedisUnavailable
+from localstack import redis_sentinel
+from localstack.redis_server import RedisUnavailable
 from zaqar_delay import errors as zaqar_delay_errors
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import scripts

@@ -5,7 +5,7 @@ import uuid
 
 
 def make_driver(redis_url):
-    from tests import backends
+    from localstack import backends
     from zaqar_delay.drivers.redis import driver
     conf = backends.make_conf()
     conf.set_override('uri', redis_url.replace('redis://', 'delay.redis://'),

@@ -3,7 +3,7 @@ master that comes back on its port with its slots and data."""
 
 import pytest
 
-from tests.servers import redis_cluster
+from localstack import redis_cluster
 
 pytestmark = pytest.mark.slow
 

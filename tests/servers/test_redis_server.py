@@ -5,7 +5,7 @@ import itertools
 import pytest
 import redis
 
-from tests.servers import redis_server
+from localstack import redis_server
 
 
 @pytest.fixture

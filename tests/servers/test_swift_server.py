@@ -1,4 +1,4 @@
-"""Smoke tests for the real single-node Swift fixture (tests/servers).
+"""Smoke tests for the real single-node Swift fixture (localstack).
 
 Skipped when Swift is not installed locally; *fails* when $CI is set, so a
 CI machine that forgot scripts/install-swift.sh cannot go green silently.
@@ -10,7 +10,9 @@ import uuid
 
 import pytest
 
-from .swift_server import SwiftServer, SwiftUnavailable, ensure_swift_installed
+from localstack.swift_server import SwiftServer
+from localstack.swift_server import SwiftUnavailable
+from localstack.swift_server import ensure_swift_installed
 
 
 def _in_ci():

@@ -9,7 +9,7 @@ import redis
 from redis import backoff
 from redis import retry
 
-from tests.servers import tcp_proxy
+from localstack import tcp_proxy
 
 INCR_SCRIPT = "return redis.call('INCR', KEYS[1])"
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from tests.swift import workers
 
 pytestmark = pytest.mark.slow

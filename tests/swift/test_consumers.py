@@ -10,7 +10,7 @@ import time
 import uuid
 
 from tests.contract.helpers import bodies, listed, post
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from zaqar_delay import consumers
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import names

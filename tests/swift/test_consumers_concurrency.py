@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from tests.swift import consumer_workers
 from tests.swift import retention_workers
 from tests.swift.workers import make_driver

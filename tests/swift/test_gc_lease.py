@@ -16,10 +16,10 @@ import uuid
 
 import pytest
 
-from tests import backends
+from localstack import backends
 from tests.contract.helpers import post
-from tests.factories import swift as swift_factory
-from tests.servers import zaqar_server
+from localstack.factories import swift as swift_factory
+from localstack import zaqar_server
 from zaqar_delay import errors
 from zaqar_delay.cmd import gc as gc_command
 from zaqar_delay.drivers.swift import gc_lease

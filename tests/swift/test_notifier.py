@@ -2,7 +2,7 @@
 requests (never timed); and consumers an earlier release stored under
 ``s/``."""
 
-from tests import notifier
+from localstack import notifier
 from tests.contract.helpers import post
 from tests.swift.requests import Requests
 from zaqar_delay import stages

@@ -139,8 +139,8 @@ def test_a_dropped_delayed_head_gives_way_to_the_next_member(
 
 def test_two_cleaners_remove_and_count_each_message_once(
         driver, clock, make_queue, project, request):
-    from tests.factories import swift as factory
-    from tests import backends
+    from localstack.factories import swift as factory
+    from localstack import backends
     queue = kept_queue(make_queue, length=5)
     ids = []
     for start in range(0, 60, 20):

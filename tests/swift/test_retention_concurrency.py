@@ -14,7 +14,7 @@ from urllib import parse
 
 import pytest
 
-from tests.factories import swift as swift_factory
+from localstack.factories import swift as swift_factory
 from tests.swift import retention_workers as workers
 from tests.swift.workers import make_driver
 

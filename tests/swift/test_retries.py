@@ -55,9 +55,9 @@ def test_an_unreachable_swift_is_a_storage_error(request, conf, project):
     # Zaqar turns a storage ConnectionError into a 503; anything else (a
     # TypeError from building one wrongly) would be a 500 with a trace.
     from zaqar.storage import errors as storage_errors
-    from tests import backends
-    from tests.factories import swift as swift_factory
-    from tests.servers.redis_server import free_port
+    from localstack import backends
+    from localstack.factories import swift as swift_factory
+    from localstack.redis_server import free_port
     from zaqar_delay.drivers.swift import driver as swift_driver
     server = request.getfixturevalue('swift_server')
     uri = swift_factory.swift_uri(server).replace(
@@ -73,11 +73,11 @@ def test_an_unreachable_swift_is_a_storage_error(request, conf, project):
 
 @pytest.fixture
 def reply_losing_driver(conf, swift_server, redis_url):
-    """A Swift driver whose requests go through tests/servers/http_proxy
+    """A Swift driver whose requests go through localstack/http_proxy
     (the test Swift behind a proxy that can lose a reply)."""
-    from tests import backends
-    from tests.factories import swift as swift_factory
-    from tests.servers import http_proxy
+    from localstack import backends
+    from localstack.factories import swift as swift_factory
+    from localstack import http_proxy
     from zaqar_delay.drivers.swift import driver as swift_driver
     proxy = http_proxy.HttpProxy(swift_server.proxy_port).start()
     uri = swift_factory.swift_uri(swift_server).replace(

@@ -8,7 +8,7 @@ CONSUME_FOR_S = 540
 
 
 def make_driver(swift_uri, redis_url):
-    from tests import backends
+    from localstack import backends
     from zaqar_delay.drivers.swift import driver
     conf = backends.make_conf()
     conf.set_override('uri', swift_uri,

@@ -8,9 +8,9 @@ by its PID. The same tests run against a devstack cloud (README).
 
 import pytest
 
-from tests.servers import keystone_server
-from tests.servers import tempest_runner
-from tests.servers import zaqar_server
+from localstack import keystone_server
+from localstack import tempest_runner
+from localstack import zaqar_server
 from tests import conftest
 
 pytestmark = [pytest.mark.integration, pytest.mark.tempest]

@@ -3,7 +3,7 @@ worker test; each test gets its own project, so queues never mix."""
 
 import pytest
 
-from tests.servers import zaqar_server
+from localstack import zaqar_server
 
 
 @pytest.fixture(scope='session')

@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-from tests.servers.redis_server import free_port
+from localstack.redis_server import free_port
 from tests.worker.helpers import make_app
 from tests.worker.helpers import wait_for
 from zaqar_delay.worker import cli

@@ -25,8 +25,8 @@ import swiftclient  # noqa: E402
 from zaqar import tests as zaqar_tests  # noqa: E402
 
 from tests import conftest as shared  # noqa: E402
-from tests.factories import swift as swift_factory  # noqa: E402
-from tests.servers import zaqar_server  # noqa: E402
+from localstack import zaqar_server  # noqa: E402
+from localstack.factories import swift as swift_factory  # noqa: E402
 
 
 @pytest.fixture(scope='session')
@@ -82,7 +82,7 @@ def _mongodb_management(monkeypatch):
     mongomock: no server here), as Zaqar's own WSGI suites use; queue
     listing and filtering are the management store's, not ours."""
     from zaqar.storage.mongodb import driver as zaqar_mongodb
-    from tests.factories import mongodb as mongodb_factory
+    from localstack.factories import mongodb as mongodb_factory
     client = mongodb_factory.StandaloneView(
         mongodb_factory.mongomock_client_factory()(None))
     monkeypatch.setattr(zaqar_mongodb, '_connection', lambda conf: client)
@@ -95,7 +95,7 @@ def _store(backend, request, redis_url, monkeypatch):
     """(message_store, its options) for one of our backends, or for one of
     Zaqar's own drivers (``zaqar-<backend>``) to compare with."""
     if not backend.startswith('zaqar-'):
-        factory = importlib.import_module('tests.factories.' + backend)
+        factory = importlib.import_module('localstack.factories.' + backend)
         return factory.zaqar_store(request)
     from tests.zaqar_suites import zaqar_drivers
     return zaqar_drivers.store(backend[len('zaqar-'):], request, redis_url,

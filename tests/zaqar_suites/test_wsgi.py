@@ -23,7 +23,7 @@ from zaqar.tests.unit.transport.wsgi.v2_0 import test_subscriptions
 from zaqar.tests.unit.transport.wsgi.v2_0 import test_topic_lifecycle
 from zaqar.tests.unit.transport.wsgi.v2_0 import test_validation
 
-from tests.factories import BACKENDS
+from localstack.factories import BACKENDS
 from tests.zaqar_suites import expected
 from tests.zaqar_suites import zaqar_drivers
 

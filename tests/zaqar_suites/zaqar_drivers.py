@@ -4,12 +4,12 @@ Only ``tools/conformance.py`` asks for these (``ZAQAR_DELAY_COMPARE=1``):
 they show which of Zaqar's tests its own driver on the same backend fails
 too. Zaqar's MongoDB driver runs on mongomock (no server here) and its
 Swift driver, which speaks only Keystone, gets a tempauth client, as in
-tests/factories.
+localstack/factories.
 """
 
 import os
 
-from tests.factories import BACKENDS
+from localstack.factories import BACKENDS
 
 COMPARED = (['zaqar-' + name for name in BACKENDS]
             if os.environ.get('ZAQAR_DELAY_COMPARE') else [])
@@ -32,7 +32,7 @@ def store(backend, request, redis_url, monkeypatch):
         return 'redis', {'uri': redis_url}
     if backend == 'mongodb':
         from zaqar.storage.mongodb import driver as zaqar_mongodb
-        from tests.factories import mongodb as mongodb_factory
+        from localstack.factories import mongodb as mongodb_factory
         client = mongodb_factory.StandaloneView(
             mongodb_factory.mongomock_client_factory()(None))
         monkeypatch.setattr(zaqar_mongodb, '_connection', lambda conf: client)
@@ -40,7 +40,7 @@ def store(backend, request, redis_url, monkeypatch):
                            'database': 'zaqar_compare'}
     if backend == 'swift':
         from zaqar.storage.swift import driver as zaqar_swift
-        from tests.factories import swift as swift_factory
+        from localstack.factories import swift as swift_factory
         server = request.getfixturevalue('swift_server')
         monkeypatch.setattr(zaqar_swift.DataDriver, 'connection', property(
             lambda self: swift_factory.TempauthClient(server)))

@@ -14,11 +14,11 @@ import time
 import urllib.error
 import urllib.request
 
-from tests.servers import processes
-from tests.servers.redis_server import free_port
+from localstack import processes
+from localstack.redis_server import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
 ADMIN_PASSWORD = 'zaqar-delay-admin'
 REGION = 'RegionOne'
 

@@ -12,9 +12,9 @@ only the standard library and the test servers.
 import socket
 import time
 
-from tests.servers.redis_server import RedisServer
-from tests.servers.redis_server import RedisUnavailable
-from tests.servers.redis_server import free_port
+from localstack.redis_server import RedisServer
+from localstack.redis_server import RedisUnavailable
+from localstack.redis_server import free_port
 
 SLOTS = 16384
 BUS_OFFSET = 10000  # a node's cluster bus listens on its port + 10000

@@ -1,6 +1,6 @@
 from urllib import parse
 
-from tests import backends
+from localstack import backends
 
 GROUP = 'drivers:message_store:delay.swift'
 

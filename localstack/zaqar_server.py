@@ -14,8 +14,8 @@ import threading
 import time
 from wsgiref import simple_server
 
-from tests.servers import processes
-from tests.servers.redis_server import free_port
+from localstack import processes
+from localstack.redis_server import free_port
 
 CONFIG = """[DEFAULT]
 auth_strategy = {auth_strategy}

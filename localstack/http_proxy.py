@@ -1,6 +1,6 @@
 """A loopback HTTP proxy that loses the reply of a request that ran.
 
-For the Swift driver what tests/servers/tcp_proxy.py is for Redis: it
+For the Swift driver what localstack/tcp_proxy.py is for Redis: it
 forwards each request to the upstream server (the test Swift's proxy
 server), and for a request that ``lose_reply_of(predicate)`` armed it
 forwards the request, reads the whole reply, then closes the client's

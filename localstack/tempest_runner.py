@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
 
 CONFIG = """[DEFAULT]
 log_file = {workdir}/tempest.log

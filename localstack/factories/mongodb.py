@@ -28,7 +28,7 @@ import uuid
 
 import pymongo
 
-from tests import backends
+from localstack import backends
 
 URI_ENV = 'ZAQAR_DELAY_TEST_MONGODB_URI'
 GROUP = 'drivers:message_store:delay.mongodb'

@@ -5,7 +5,7 @@ the contract suite runs on this backend (see tests/contract/conftest.py);
 it is not in ``BACKENDS``, so the integration and Zaqar suites do not.
 """
 
-from tests import backends
+from localstack import backends
 
 
 def make_driver(request, conf):

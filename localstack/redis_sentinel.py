@@ -14,11 +14,11 @@ import tempfile
 import textwrap
 import time
 
-from tests.servers import processes
-from tests.servers import redis_server
-from tests.servers.redis_server import RedisServer
-from tests.servers.redis_server import RedisUnavailable
-from tests.servers.redis_server import free_port
+from localstack import processes
+from localstack import redis_server
+from localstack.redis_server import RedisServer
+from localstack.redis_server import RedisUnavailable
+from localstack.redis_server import free_port
 
 MASTER = 'zdmaster'
 SENTINELS = 3

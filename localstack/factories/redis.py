@@ -1,4 +1,4 @@
-from tests import backends
+from localstack import backends
 
 
 def make_driver(request, conf):
