@@ -71,7 +71,7 @@ def until(what, done):
 class Prometheus:
     """A Prometheus of this test alone on a free loopback port."""
 
-    def __init__(self, directory, target_port):
+    def __init__(self, executable, directory, target_port):
         config = directory / 'prometheus.yml'
         config.write_text(CONFIG.format(rules=ALERTS, port=target_port))
         address = '127.0.0.1:{}'.format(free_port())
@@ -79,7 +79,7 @@ class Prometheus:
         self.log = directory / 'prometheus.log'
         with open(self.log, 'wb') as log:
             self.process = subprocess.Popen(
-                [binary('prometheus'), '--config.file', str(config),
+                [executable, '--config.file', str(config),
                  '--storage.tsdb.path', str(directory / 'data'),
                  '--web.listen-address', address],
                 stdout=log, stderr=subprocess.STDOUT)
@@ -142,11 +142,12 @@ def test_promtool_accepts_the_alert_rules():
 
 
 def test_prometheus_answers_every_panel_and_rule(store, tmp_path):  # noqa
+    executable = binary('prometheus')   # before starting anything
     config, driver = store
     make_queues(driver)
     port = free_port()
     daemon = start_daemon(config, port)
-    prometheus = Prometheus(tmp_path, port)
+    prometheus = Prometheus(executable, tmp_path, port)
     stop = threading.Event()
     worker = threading.Thread(target=workload, args=(driver, stop))
     worker.start()
