@@ -63,6 +63,14 @@ fi
 
 if [ "$mode" = test ]; then
     "${pip[@]}" -r "$here/test-requirements.txt"
+    # Debian's prometheus (with promtool) tries the dashboard and the alert
+    # rules (tests/test_prometheus_try.py); without it that test skips, or
+    # fails under CI, saying so.
+    if ! command -v prometheus >/dev/null 2>&1 ||
+            ! command -v promtool >/dev/null 2>&1; then
+        apt_install prometheus ||
+            echo "setup: prometheus not installed; install Debian's by hand"
+    fi
     bash "$here/scripts/install-swift.sh"
 
     keystone_venv=${ZD_KEYSTONE_VENV:-$here/.venv-keystone}
