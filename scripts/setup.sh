@@ -68,8 +68,17 @@ if [ "$mode" = test ]; then
     # fails under CI, saying so.
     if ! command -v prometheus >/dev/null 2>&1 ||
             ! command -v promtool >/dev/null 2>&1; then
+        # The package would start its service, listening on every
+        # interface: forbid service starts (policy-rc.d) while it installs.
+        policy=/usr/sbin/policy-rc.d
+        own_policy=0
+        if [ ! -e "$policy" ] && command -v apt-get >/dev/null 2>&1; then
+            printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null &&
+                $SUDO chmod +x "$policy" && own_policy=1
+        fi
         apt_install prometheus ||
             echo "setup: prometheus not installed; install Debian's by hand"
+        if [ "$own_policy" -eq 1 ]; then $SUDO rm -f "$policy"; fi
     fi
     bash "$here/scripts/install-swift.sh"
 
