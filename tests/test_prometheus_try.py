@@ -14,8 +14,8 @@ import time
 import requests
 import yaml
 
+from localstack.redis_server import free_port
 from tests.conftest import unavailable
-from tests.servers.redis_server import free_port
 from tests.test_dashboards import ALERTS
 from tests.test_dashboards import DASHBOARD
 from tests.test_metrics_exporter import make_queues
