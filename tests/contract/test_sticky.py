@@ -36,9 +36,13 @@ def delete_as(client, driver, queue, project, messages, claim_id):
 
 
 @pytest.fixture
-def sticky_queue(driver, make_queue):
+def sticky_queue(driver, make_queue, request):
     if not driver.message_controller.STICKY_GROUPS:
-        pytest.skip('sticky groups are not implemented on this backend')
+        # Tracked, not skipped: the day a backend implements sticky
+        # groups, these pass and the strict mark says to remove it.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason='sticky groups are not implemented on '
+            'this backend yet (issue 23)'))
 
     def make(**extra):
         return make_queue(dict(STICKY, **extra))
@@ -75,7 +79,11 @@ def test_sticky_without_a_group_key_is_refused(driver, project):
 def test_a_backend_without_sticky_groups_refuses_the_attribute(
         driver, make_queue, project):
     if driver.message_controller.STICKY_GROUPS:
-        pytest.skip('this backend implements sticky groups')
+        # It implements them: the attribute is taken at PUT and PATCH.
+        stage = stages.QueueStage(driver, driver.control_driver)
+        stage.create('q-sticky', STICKY, project)
+        stage.set_metadata(make_queue(), STICKY, project)
+        return
     assert_refused_at_put_and_patch(driver, make_queue, project, STICKY,
                                     'not implemented')
 
