@@ -26,11 +26,15 @@ FIXED_REQUESTS = 4 + scan.MAX_PAGES
 # queue) a GET, its lock listing and HEADs: at most 6 requests.
 REQUESTS_PER_READ = 6
 
-KINDS = {
-    'default': ({}, {}, lambda n: n),
-    'include_claimed': ({}, {'include_claimed': True}, lambda n: n),
-    'grouped': ({'_message_group_key': 'g'}, {},
-                lambda n: {'g': 'g' + str(n)[-1], 'n': n}),
+# Queues (metadata, body of message n) and the listing options tried on
+# each: a backlog is filled once per queue, as filling Swift is what these
+# tests spend their time on, and listing it changes nothing.
+PLAIN = ({}, lambda n: n)
+GROUPED = ({'_message_group_key': 'g'},
+           lambda n: {'g': 'g' + str(n)[-1], 'n': n})
+QUEUES = {
+    'plain': (PLAIN, [{}, {'include_claimed': True}]),
+    'grouped': (GROUPED, [{}]),
 }
 
 
@@ -56,19 +60,20 @@ def backlog(driver, queue, project, body, size=BACKLOG):
              client=CLIENT_OF_BACKLOG)
 
 
-@pytest.mark.parametrize('kind', sorted(KINDS))
+@pytest.mark.parametrize('queue_kind', sorted(QUEUES))
 def test_a_listing_by_the_poster_of_a_backlog_reads_no_message_of_it(
-        driver, make_queue, project, monkeypatch, kind):
-    metadata, options, body = KINDS[kind]
+        driver, make_queue, project, monkeypatch, queue_kind):
+    (metadata, body), tried = QUEUES[queue_kind]
     queue = make_queue(metadata)
     backlog(driver, queue, project, body)
     post(driver, queue, project, body('a'), body('b'), client=OTHER_CLIENT)
     requests = Requests(driver, monkeypatch)
-    found = []
-    cost = requests.during(lambda: found.extend(
-        page(driver, queue, project, **options)[0]))
-    assert bodies(found) == [body('a'), body('b')]
-    assert cost <= bound(2), requests.calls
+    for options in tried:
+        found = []
+        cost = requests.during(lambda: found.extend(
+            page(driver, queue, project, **options)[0]))
+        assert bodies(found) == [body('a'), body('b')], options
+        assert cost <= bound(2), (options, requests.calls)
 
 
 def forget_posters(driver, queue, project):
@@ -81,10 +86,10 @@ def forget_posters(driver, queue, project):
                 ';u=[^;]*', '', entry['content_type']))
 
 
-@pytest.mark.parametrize('kind', sorted(KINDS))
+@pytest.mark.parametrize('queue_kind', sorted(QUEUES))
 def test_entries_without_their_poster_cost_a_bounded_number_of_reads(
-        driver, make_queue, project, monkeypatch, kind):
-    metadata, options, body = KINDS[kind]
+        driver, make_queue, project, monkeypatch, queue_kind):
+    (metadata, body), tried = QUEUES[queue_kind]
     queue = make_queue(metadata)
     post(driver, queue, project, body('first'), client=OTHER_CLIENT)
     # More than one call may read.
@@ -92,19 +97,22 @@ def test_entries_without_their_poster_cost_a_bounded_number_of_reads(
     post(driver, queue, project, body('late'), client=OTHER_CLIENT)
     forget_posters(driver, queue, project)
     requests = Requests(driver, monkeypatch)
-    pages = []
-    cost = requests.during(lambda: pages.append(
-        page(driver, queue, project, **options)))
-    found, marker = pages[0]
-    assert cost <= bound(scan.READS_PER_MESSAGE * LIMIT), requests.calls
-    # A short page, whose marker is past the entries it read: the next
-    # page goes on from there, not from 'first' again.
-    assert bodies(found) == [body('first')]
-    assert int(marker) > found[0].position
-    late = []
-    for _ in range(UNREAD_BACKLOG // (scan.READS_PER_MESSAGE * LIMIT) + 2):
-        found, marker = page(driver, queue, project, marker, **options)
-        late.extend(found)
-        if late:
-            break
-    assert bodies(late) == [body('late')]
+    for options in tried:
+        pages = []
+        cost = requests.during(lambda: pages.append(
+            page(driver, queue, project, **options)))
+        found, marker = pages[0]
+        assert cost <= bound(scan.READS_PER_MESSAGE * LIMIT), (
+            options, requests.calls)
+        # A short page, whose marker is past the entries it read: the
+        # next page goes on from there, not from 'first' again.
+        assert bodies(found) == [body('first')], options
+        assert int(marker) > found[0].position
+        late = []
+        for _ in range(UNREAD_BACKLOG // (scan.READS_PER_MESSAGE * LIMIT)
+                       + 2):
+            found, marker = page(driver, queue, project, marker, **options)
+            late.extend(found)
+            if late:
+                break
+        assert bodies(late) == [body('late')], options
