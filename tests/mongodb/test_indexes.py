@@ -82,6 +82,13 @@ EXAMPLES = [
     queries.beyond_length('q', 'p', NOW, NOW - 1000, 7),
     queries.given_up('q', 'p', 3, 9),
     queries.given_up('q', 'p', before=9),
+    queries.ready('q', 'p', NOW, 'client'),
+    queries.pin_of('q', 'p', ['"a"']),
+    queries.pins_of('q', 'p', 'client', NOW),
+    queries.pins('q', 'p'),
+    queries.pinned_heads('q', 'p', ['"a"'], 'client'),
+    queries.sticky_client('q', 'p', 'client'),
+    queries.sticky_clients('q', 'p', NOW),
 ]
 
 

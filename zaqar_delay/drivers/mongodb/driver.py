@@ -91,6 +91,14 @@ class DataDriver(base.DataDriver):
         return self._collection(fields.GIVEN_UP)
 
     @decorators.lazy_property(write=False)
+    def pins(self):
+        return self._collection(fields.PINS)
+
+    @decorators.lazy_property(write=False)
+    def sticky_clients(self):
+        return self._collection(fields.STICKY_CLIENTS)
+
+    @decorators.lazy_property(write=False)
     def subscriptions(self):
         return self._collection(fields.SUBSCRIPTIONS)
 
