@@ -125,9 +125,8 @@ def _unpin_heads(driver, queue, project, groups, client):
     driver.messages.update_many(heads.filter, {'$unset': {f.PIN: ''}})
 
 
-def free_idle(driver, queue, project, now, idle_only=True,
-              batch=FREE_BATCH):
-    """Free up to ``batch`` groups of the client whose activity ended
+def free_idle(driver, queue, project, now, idle_only=True):
+    """Free up to FREE_BATCH groups of the client whose activity ended
     first (of any client when ``idle_only`` is False: the queue is no
     longer sticky); forget a client left with none. True when it found a
     client to work on."""
@@ -141,7 +140,7 @@ def free_idle(driver, queue, project, now, idle_only=True,
     name, active_at = client[f.PIN_CLIENT], client[f.ACTIVE_AT]
     mine = queries.pins_of(queue, project, name, active_at)
     pinned = driver.pins.find(mine.filter, {f.GROUP: True}, mine.sort,
-                              batch, mine.index)
+                              FREE_BATCH, mine.index)
     if not pinned:
         # Only if not active again since it was read.
         driver.sticky_clients.delete_one({'_id': client['_id'],
