@@ -414,8 +414,9 @@ class MessageController(controller.MessageController):
 
     def gc(self, queue, project, batch, group_cursor=None):
         """Settle one queue and drop up to ``batch`` expired messages;
-        give back up to ``batch`` messages whose claim is gone; give back
-        its stale position reservations; finish its stale group moves;
+        give back up to ``batch`` messages whose claim is gone; free a
+        batch of an idle sticky client's groups (pins.py); give back its
+        stale position reservations; finish its stale group moves;
         forget the given-up positions no consumer can count any more;
         repair the heads of up to groups.REPAIR_BATCH groups after
         ``group_cursor``."""
