@@ -227,6 +227,29 @@ def test_a_dead_lettered_head_unpins_nothing(sticky_queue, make_queue,
     assert names(listed(driver, dlq, project)) == ['a1']
 
 
+def test_a_dead_letter_is_free_in_a_sticky_dead_letter_queue(
+        sticky_queue, driver, project, clock):
+    dlq = sticky_queue()
+    queue = sticky_queue(_max_claim_count=1, _dead_letter_queue=dlq)
+    post(driver, queue, project, msg('a', 1))
+    claim_as(ALICE, driver, queue, project, ttl=30)
+    clock.advance(30)
+    assert claim_as(ALICE, driver, queue, project) == (None, [])
+    # Its pin stayed with its group in the queue it left.
+    assert names(claim_as(BOB, driver, dlq, project)[1]) == ['a1']
+
+
+def test_a_moved_group_is_free_in_a_sticky_target(sticky_queue, driver,
+                                                  project):
+    queue, target = sticky_queue(), sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    driver.message_controller.move_group(queue, 'a', target,
+                                         project=project)
+    assert names(claim_as(BOB, driver, target, project)[1]) == ['a2']
+
+
 def test_stats_groups_listing_and_unpin(sticky_queue, driver, project):
     queue = sticky_queue()
     post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1))

@@ -1,15 +1,19 @@
 """Sticky consumers end to end (issue 23): a real ``zaqar-server`` on a
-real redis-server, and consumer processes with different Client-IDs
-claiming over REST. While every consumer stays active, each group's
+real redis-server (and Zaqar's WSGI app on MongoDB, mongomock in this
+process unless a real server is set), and consumer processes with
+different Client-IDs claiming over REST. While every consumer stays active, each group's
 messages are handled by one client, in order; when a client stops, its
 groups move to the others after the sticky time, and nothing is lost or
 handed out twice."""
 
 import collections
+import io
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -19,10 +23,13 @@ from tests.integration.conftest import Client
 from tests.integration.test_wsgi_retention import patch_metadata
 from localstack import redis_server
 from localstack import zaqar_server
+from zaqar_delay.cmd import groups as groups_command
 
 pytestmark = pytest.mark.integration
 
 STICKY_S = 3
+# The backends that implement sticky groups (the others refuse them).
+STICKY_BACKENDS = ('redis', 'mongodb')
 GROUPS = ('a', 'b', 'c', 'd')
 CONSUMERS = ('alpha', 'beta', 'gamma')
 
@@ -36,6 +43,24 @@ def stack():
     yield zaqar
     zaqar.stop()
     redis.stop()
+
+
+@pytest.fixture
+def mongodb_config(request, redis_url):
+    """A zaqar.conf on the MongoDB driver: on mongomock the store lives
+    in this process, so what uses it (the WSGI app, a command) runs here."""
+    from localstack.factories import mongodb
+    store, options = mongodb.zaqar_store(request)
+    return zaqar_server.write_config(
+        tempfile.mkdtemp(prefix='zd-conf-'), redis_url, 0, store, options)
+
+
+@pytest.fixture
+def mongodb_app(mongodb_config):
+    """Zaqar's own WSGI app on the MongoDB driver, served on loopback."""
+    app = zaqar_server.WsgiApp(mongodb_config).start()
+    yield app
+    app.stop()
 
 
 def records(paths):
@@ -86,6 +111,14 @@ def assert_in_order(handled):
 
 def test_groups_stick_to_their_consumer_and_move_when_it_stops(stack,
                                                                tmp_path):
+    groups_stick_and_move(stack, tmp_path)
+
+
+def test_groups_stick_and_move_on_mongodb(mongodb_app, tmp_path):
+    groups_stick_and_move(mongodb_app, tmp_path)
+
+
+def groups_stick_and_move(stack, tmp_path):
     producer = Client(stack.url, 'sticky-' + uuid.uuid4().hex[:8])
     assert producer.call('PUT', '/queues/jobs', json={
         '_message_group_key': 'g',
@@ -141,7 +174,7 @@ def test_a_backend_without_sticky_groups_answers_400(client, backend_name):
     implemented, the attribute is refused, never silently ignored."""
     metadata = {'_message_group_key': 'g', '_message_group_sticky': 30}
     reply = client.call('PUT', '/queues/jobs', json=metadata)
-    if backend_name == 'redis':
+    if backend_name in STICKY_BACKENDS:
         assert reply.status_code == 201, reply.text
         return
     assert reply.status_code == 400, reply.text
@@ -150,3 +183,39 @@ def test_a_backend_without_sticky_groups_answers_400(client, backend_name):
         '_message_group_key': 'g'}).status_code == 201
     reply = patch_metadata(client, 'jobs', '_message_group_sticky', 30)
     assert reply.status_code == 400, reply.text
+
+
+def test_groups_command_shows_and_unpins_on_mongodb(mongodb_app,
+                                                    mongodb_config,
+                                                    monkeypatch):
+    # Keep pytest's log capture: oslo.log would replace its handler.
+    monkeypatch.setattr(groups_command.cmd.logging, 'setup',
+                        lambda *args: None)
+    producer = Client(mongodb_app.url, 'sticky-' + uuid.uuid4().hex[:8])
+    project = producer.headers['X-Project-ID']
+    assert producer.call('PUT', '/queues/jobs', json={
+        '_message_group_key': 'g', '_message_group_sticky': 600}
+    ).status_code == 201
+    producer.post('jobs', *[{'ttl': 600, 'body': {'g': g}}
+                            for g in ('a', 'a', 'b')])
+    first = Client(mongodb_app.url, project, str(uuid.uuid4()))
+    (message,) = first.claim('jobs', limit=1)
+    assert first.call('DELETE', message['href'][len('/v2'):]
+                      ).status_code == 204
+
+    def groups(*args):
+        out = io.StringIO()
+        code = groups_command.main(['--config-file', mongodb_config, *args],
+                                   out=out)
+        return code, out.getvalue()
+
+    code, listed = groups('list', project, 'jobs')
+    assert code == 0
+    worker = first.headers['Client-ID']
+    assert [(g['id'], g['client']) for g in map(
+        json.loads, listed.splitlines())] == [('a', worker), ('b', None)]
+    assert groups('unpin', project, 'jobs', 'a') == (
+        0, 'unpinned from {}\n'.format(worker))
+    assert groups('unpin', project, 'jobs', 'a') == (0, 'not pinned\n')
+    second = Client(mongodb_app.url, project, str(uuid.uuid4()))
+    assert [m['body']['g'] for m in second.claim('jobs')] == ['a', 'b']

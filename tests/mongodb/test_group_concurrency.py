@@ -62,6 +62,25 @@ def test_consumers_racing_posters_keep_each_group_in_order(driver, project,
                  list(itertools.chain(*[p[0] for p in posters])), 10)
 
 
+def test_sticky_consumers_each_keep_their_groups(driver, project, real):
+    """Sticky queue, competing consumers with their own clients, all
+    active throughout: every message once, each group in order with one
+    in flight, and each group handled by one client only."""
+    driver.queue_controller.create('q', metadata=dict(
+        GROUPED, _message_group_sticky=600), project=project)
+    groups = ['a', 'b', 'c', 'd', 'e', 'f']
+    posted = workers.produce_grouped(driver, 'q', project, groups, 8)
+    results = workers.run_mixed(
+        [('consume_sticky', ('q', project, 'client-%d' % n))
+         for n in range(4)], driver, real)
+    records = list(itertools.chain(*results))
+    check_groups([record[:5] for record in records], posted, groups, 8)
+    owners = collections.defaultdict(set)
+    for record in records:
+        owners[record[0]].add(record[5])
+    assert all(len(clients) == 1 for clients in owners.values()), owners
+
+
 def test_concurrent_advances_promote_exactly_one_head(driver, project,
                                                      real):
     driver.queue_controller.create('q', metadata=GROUPED, project=project)

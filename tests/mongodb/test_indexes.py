@@ -82,6 +82,13 @@ EXAMPLES = [
     queries.beyond_length('q', 'p', NOW, NOW - 1000, 7),
     queries.given_up('q', 'p', 3, 9),
     queries.given_up('q', 'p', before=9),
+    queries.ready('q', 'p', NOW, 'client'),
+    queries.pin_of('q', 'p', ['"a"']),
+    queries.pins_of('q', 'p', 'client', NOW),
+    queries.pins('q', 'p'),
+    queries.pinned_heads('q', 'p', ['"a"'], 'client'),
+    queries.sticky_client('q', 'p', 'client'),
+    queries.sticky_clients('q', 'p', NOW),
 ]
 
 
@@ -262,3 +269,27 @@ def test_real_server_claim_examines_no_blocked_member(driver, real_server,
     nxt = explain(driver, queries.next_group('q', project, '1'), limit=1)
     assert nxt['executionStats']['totalDocsExamined'] == 1
     assert 'SORT' not in stages(nxt['queryPlanner']['winningPlan'])
+
+
+def test_real_server_sticky_claim_examines_no_head_pinned_to_others(
+        driver, real_server, project):
+    from zaqar_delay import sticky
+    driver.queue_controller.create('q', metadata={
+        '_message_group_key': 'g', '_message_group_sticky': 600},
+        project=project)
+    post(driver, 'q', project,
+         *[{'g': n, 'k': k} for k in (1, 2) for n in range(30)])
+    with sticky.acting_as('bob'):
+        for _ in range(3):           # 30 groups pinned to Bob, heads wait
+            claim_id, got = claim(driver, 'q', project, limit=10)
+            driver.message_controller.bulk_delete(
+                'q', [m['id'] for m in got], project=project,
+                claim_ids=[claim_id])
+    post(driver, 'q', project, *range(5))
+    plan = explain(driver, queries.ready('q', project, driver.now(),
+                                         'alice'), limit=20)
+    stats = plan['executionStats']
+    # The five unpinned messages, none of Bob's thirty heads.
+    assert stats['nReturned'] == 5
+    assert stats['totalDocsExamined'] == 5
+    assert stats['totalKeysExamined'] <= 8

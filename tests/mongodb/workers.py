@@ -126,6 +126,15 @@ def consume_grouped(driver, queue, project, idle_rounds=5):
     return out
 
 
+def consume_sticky(driver, queue, project, client, idle_rounds=5):
+    """consume_grouped as ``client`` (sticky.acting_as); each record
+    gains the client."""
+    from zaqar_delay import sticky
+    with sticky.acting_as(client):
+        return [record + (client,) for record in consume_grouped(
+            driver, queue, project, idle_rounds)]
+
+
 def consume_checked(driver, queue, project, idle_rounds=5):
     """Claim, check each message is still there while claimed, then
     acknowledge it. Returns (message id, still there, kept) per message:

@@ -31,8 +31,10 @@ import uuid
 from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import rules
+from zaqar_delay import sticky
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import pins
 from zaqar_delay.drivers.mongodb import queries
 from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import retention
@@ -64,6 +66,9 @@ class ClaimController(controller.ClaimController):
         # it goes first, so groups whose head it was move on.
         kept = retention.settle(self.driver, queue, project,
                                 policy.retention, now)
+        # Sticky queues: who this claim is for, and idle clients' groups
+        # freed (pins.py).
+        client = pins.settle(self.driver, queue, project, policy, now)
         claim_id = str(uuid.uuid4())
         expires = now + ttl * 1000
         # The claim document goes first: it is what ends the claim, so no
@@ -72,7 +77,7 @@ class ClaimController(controller.ClaimController):
             '_id': claim_id, f.TTL: ttl, f.EXPIRES: expires, 'g': grace,
             f.REDELIVERY: policy.redelivery_delay}))
         taken = self._hand_out(queue, project, now, claim_id, expires,
-                               grace, limit, policy, kept)
+                               grace, limit, policy, kept, client)
         if taken and not self._still_live(claim_id):
             # A settle ended this claim while it was being built (its ttl
             # ran out meanwhile): nothing else will walk its messages, so
@@ -84,6 +89,10 @@ class ClaimController(controller.ClaimController):
             if taken:
                 popped = self._delete_popped(queue, project, claim_id,
                                              taken)
+                if policy.sticky and client is None:
+                    # Zaqar's purge: the groups it empties keep no pin.
+                    pins.unpin_groups(self.driver, queue, project,
+                                      groups.groups_of(popped))
                 groups.advance_all(self.driver, queue, project,
                                    groups.groups_of(taken), now)
                 taken = popped
@@ -100,7 +109,7 @@ class ClaimController(controller.ClaimController):
             {'_id': True}) is not None
 
     def _hand_out(self, queue, project, now, claim_id, expires, grace,
-                  limit, policy, kept):
+                  limit, policy, kept, client):
         redelivery = policy.redelivery_delay
         update = {
             '$set': {f.STATE: f.CLAIMED, f.CLAIM: claim_id,
@@ -111,7 +120,7 @@ class ClaimController(controller.ClaimController):
             '$max': _kept_alive(now, expires, grace)}
         taken = []
         while len(taken) < limit:
-            ready = queries.ready(queue, project, now)
+            ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
             candidates = [doc['_id'] for doc in self._messages.find(
                 ready.filter, {'_id': True}, ready.sort,
@@ -123,13 +132,17 @@ class ClaimController(controller.ClaimController):
             won = self._messages.find(
                 {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
                  '_id': {'$in': candidates}}, sort=[(f.POSITION, 1)])
-            exhausted = []
+            exhausted, handed = [], []
             for doc in won:
                 if (policy.max_claim_count
                         and doc[f.CLAIM_COUNT] > policy.max_claim_count):
                     exhausted.append(doc)
                 else:
-                    taken.append(doc)
+                    handed.append(doc)
+            if client is not None:
+                pins.pin(self.driver, queue, project, client, claim_id,
+                         handed, now)
+            taken += handed
             if exhausted:
                 self._dead_letter(queue, project, policy, claim_id,
                                   exhausted, now)
@@ -171,8 +184,9 @@ class ClaimController(controller.ClaimController):
                        f.STATE: f.READY if group is None else f.BLOCKED,
                        f.CLAIM_COUNT: 0, f.CREATED: now, f.DUE: now,
                        f.TTL: ttl, f.EXPIRES: now + ttl * 1000}
+            # A dead letter is no head there, nor pinned to anyone.
             removed = {f.CLAIM: '', f.CLAIM_EXPIRES: '', f.REDELIVERY: '',
-                       f.HEAD: ''}
+                       f.HEAD: '', f.PIN: ''}
             if group is None:
                 removed[f.GROUP] = ''
             else:
@@ -269,6 +283,7 @@ class ClaimController(controller.ClaimController):
             projection={f.REDELIVERY: True})
         if claim is None:
             return False
+        pins.touch(self.driver, queue, project, sticky.current_client(), now)
         redelivery = claim.get(f.REDELIVERY, 0)
         held = queries.of_claims(queue, project, [claim['_id']])
         self._messages.update_many(held.filter, {

@@ -91,6 +91,14 @@ class DataDriver(base.DataDriver):
         return self._collection(fields.GIVEN_UP)
 
     @decorators.lazy_property(write=False)
+    def pins(self):
+        return self._collection(fields.PINS)
+
+    @decorators.lazy_property(write=False)
+    def sticky_clients(self):
+        return self._collection(fields.STICKY_CLIENTS)
+
+    @decorators.lazy_property(write=False)
     def subscriptions(self):
         return self._collection(fields.SUBSCRIPTIONS)
 
@@ -143,7 +151,7 @@ class DataDriver(base.DataDriver):
         """Settle every queue that has messages: end lapsed claims, promote
         due messages, drop up to GC_BATCH expired messages each, finish
         stale group moves, repair group heads (groups.repair, resuming at
-        the queue's cursor), give back stale position reservations and
+        the queue's cursor), free a batch of idle sticky clients' groups, give back stale position reservations and
         forget given-up positions no consumer counts any more
         (given_up.py), then remove what retention no longer keeps
         (clean_queue). Each queue is isolated (gc_each). Safe on several

@@ -43,6 +43,8 @@ field    meaning
 ``mt``   that move's target queue
 ``mk``   the position reserved for this message in the target queue
 ``mv``   when the move started, epoch ms (stale moves are finished by gc)
+``pn``   on a sticky queue, the client the head's group is pinned to
+         (pins.py): only that client's claims read it
 =======  ==============================================================
 
 States move only through single-document conditional updates (each
@@ -78,6 +80,15 @@ group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
 ``t`` target queue, ``st`` decision (``f`` freezing, ``c`` committed,
 ``a`` aborted), ``v`` start (epoch ms).
 
+Collection ``pins``: one document per group pinned to a client on a
+sticky queue (pins.py): ``p``, ``q``, ``g`` group, ``cl`` the client,
+``t`` when it was pinned (epoch ms).
+
+Collection ``sticky_clients``: one document per client that claimed on a
+sticky queue (pins.py): ``p``, ``q``, ``cl`` the client, ``a`` its last
+claim, renewal or delete (epoch ms), ``u`` active until (``a`` + the
+sticky time), ``st`` the queue's sticky time (ms) at its last claim.
+
 Collection ``subscriptions``: ``_id`` id (UUID text), ``p``, ``s`` source
 queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 ``x`` expires as a date (TTL index), ``o`` options (JSON text), ``c``
@@ -96,6 +107,8 @@ COUNTERS = 'counters'
 SUBSCRIPTIONS = 'subscriptions'
 MOVES = 'moves'
 GIVEN_UP = 'given_up'
+PINS = 'pins'
+STICKY_CLIENTS = 'sticky_clients'
 # One document, {_id: LAYOUT_ID, v: version}: the layout version (layout.py).
 LAYOUT = 'layout'
 LAYOUT_ID = 'layout'
@@ -118,6 +131,11 @@ LENGTH_FLOOR = 'lf'
 READ_FLOOR = 'rf'
 RESERVATIONS = 'rv'
 ENDED = 'x'
+# Sticky groups (pins.py): a head's pin; a pin's client and time; a sticky
+# client's last activity, end of activity and sticky time.
+PIN = 'pn'
+PIN_CLIENT, PINNED_AT = 'cl', 't'
+ACTIVE_AT, ACTIVE_UNTIL, STICKY_MS = 'a', 'u', 'st'
 
 ASC = pymongo.ASCENDING
 
@@ -148,6 +166,12 @@ MESSAGE_INDEXES = {
     'zd_group_head': ([(PROJECT, ASC), (QUEUE, ASC), (HEAD, ASC)],
                       {'unique': True,
                        'partialFilterExpression': {HEAD: {'$exists': True}}}),
+    # A sticky claim's ready heads: its own pinned ones and the unpinned
+    # ones (``pn`` null), two ranges merged by position; heads pinned to
+    # other clients are outside both. Partial: only ready messages.
+    'zd_ready_pin': ([(PROJECT, ASC), (QUEUE, ASC), (PIN, ASC),
+                      (POSITION, ASC)],
+                     {'partialFilterExpression': {STATE: READY}}),
     # Messages of one claim, in position order. Partial: only claimed
     # messages are in it, and every query on it says ``s: c``.
     'zd_claim': ([(CLAIM, ASC), (POSITION, ASC)],
@@ -191,8 +215,28 @@ GIVEN_UP_INDEXES = {
                     {'unique': True}),
 }
 
+PIN_INDEXES = {
+    # At most one pin per group.
+    'zd_pin_group': ([(PROJECT, ASC), (QUEUE, ASC), (GROUP, ASC)],
+                     {'unique': True}),
+    # A client's pins, oldest first (freed in batches once it is idle;
+    # counted by stats).
+    'zd_pin_client': ([(PROJECT, ASC), (QUEUE, ASC), (PIN_CLIENT, ASC),
+                       (PINNED_AT, ASC)], {}),
+}
+
+STICKY_CLIENT_INDEXES = {
+    'zd_sticky_client': ([(PROJECT, ASC), (QUEUE, ASC), (PIN_CLIENT, ASC)],
+                         {'unique': True}),
+    # The client whose activity ended first (the next one to free).
+    'zd_sticky_until': ([(PROJECT, ASC), (QUEUE, ASC), (ACTIVE_UNTIL, ASC)],
+                        {}),
+}
+
 INDEXES = {
     MESSAGES: MESSAGE_INDEXES,
+    PINS: PIN_INDEXES,
+    STICKY_CLIENTS: STICKY_CLIENT_INDEXES,
     GIVEN_UP: GIVEN_UP_INDEXES,
     CLAIMS: CLAIM_INDEXES,
     COUNTERS: COUNTER_INDEXES,

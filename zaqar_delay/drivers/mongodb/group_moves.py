@@ -178,7 +178,7 @@ def _land(driver, queue, project, docs, target, policy, now):
                    f.DUE: now + delay * 1000, f.CLAIM_COUNT: 0,
                    f.STATE: (f.BLOCKED if group is not None
                              else f.DELAYED if delay else f.READY)}
-        removed = dict(MOVE_FIELDS, **{f.HEAD: '', f.CLAIM: '',
+        removed = dict(MOVE_FIELDS, **{f.HEAD: '', f.CLAIM: '', f.PIN: '',
                                        f.CLAIM_EXPIRES: '', f.REDELIVERY: ''})
         if group is None:
             removed[f.GROUP] = ''

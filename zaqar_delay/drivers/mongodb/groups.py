@@ -28,6 +28,7 @@ from oslo_log import log as logging
 from pymongo import errors as mongo_errors
 
 from zaqar_delay.drivers.mongodb import fields as f
+from zaqar_delay.drivers.mongodb import pins
 from zaqar_delay.drivers.mongodb import queries
 
 LOG = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def advance(driver, queue, project, group, now):
             if f.HEAD in first:
                 continue        # promoted since the probe above
             return first        # frozen by a move (or a pre-groups doc)
-        promoted = _promote(messages, queue, project, group, first, now)
+        promoted = _promote(driver, queue, project, group, first, now)
         if promoted is not None:
             return promoted
     LOG.warning('group %s of queue %s/%s: no head after %d tries; gc '
@@ -74,19 +75,26 @@ def advance(driver, queue, project, group, now):
     return None
 
 
-def _promote(messages, queue, project, group, doc, now):
-    """``b -> r|d`` with ``h`` set: the new head, or None if refused."""
-    new_state = f.DELAYED if doc[f.DUE] > now else f.READY
+def _promote(driver, queue, project, group, doc, now):
+    """``b -> r|d`` with ``h`` set, and the group's pin if it has one
+    (pins.py): the new head, or None if refused."""
+    changes = {f.STATE: f.DELAYED if doc[f.DUE] > now else f.READY,
+               f.HEAD: group}
+    client = pins.head_pin(driver, queue, project, group)
+    if client is not None:
+        changes[f.PIN] = client
     try:
-        result = messages.update_one(
+        result = driver.messages.update_one(
             f.queue_filter(queue, project, **{
                 '_id': doc['_id'], f.GROUP: group, f.STATE: f.BLOCKED}),
-            {'$set': {f.STATE: new_state, f.HEAD: group}})
+            {'$set': changes})
     except mongo_errors.DuplicateKeyError:
         return None             # another member became head meanwhile
     if not result.matched_count:
         return None             # it left the queue or changed meanwhile
-    return dict(doc, **{f.STATE: new_state, f.HEAD: group})
+    if client is not None:
+        pins.recheck_head(driver, queue, project, group, doc['_id'], client)
+    return dict(doc, **changes)
 
 
 def advance_all(driver, queue, project, groups, now):
@@ -121,13 +129,16 @@ def page(driver, queue, project, marker, limit, now):
             continue
         members = queries.group_members(queue, project, after)
         out.append({
-            'id': json.loads(after),
+            'id': after,
             'depth': driver.messages.count_documents(members.filter),
             'head': head['_id'],
             'in_flight': (head[f.STATE] == f.CLAIMED
-                          and head.get(f.CLAIM_EXPIRES, 0) > now),
-            # No sticky groups on MongoDB yet (docs/usage.md, Sticky consumers).
-            'client': None})
+                          and head.get(f.CLAIM_EXPIRES, 0) > now)})
+    clients = pins.clients_of(driver, queue, project,
+                              [group['id'] for group in out], now)
+    for group in out:
+        group['client'] = clients.get(group['id'])
+        group['id'] = json.loads(group['id'])
     return out
 
 

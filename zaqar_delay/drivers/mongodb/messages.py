@@ -15,12 +15,14 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay import sticky
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import given_up
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import pins
 from zaqar_delay.drivers.mongodb import queries
 from zaqar_delay.drivers.mongodb import reservations
 from zaqar_delay.drivers.mongodb import retention as kept_by
@@ -31,6 +33,8 @@ INSERT_ATTEMPTS = 5
 
 
 class MessageController(controller.MessageController):
+
+    STICKY_GROUPS = True
 
     def __init__(self, driver):
         super().__init__(driver)
@@ -219,6 +223,7 @@ class MessageController(controller.MessageController):
         if not isinstance(message_id, str):
             return
         now = self.driver.now()
+        pins.touch(self.driver, queue, project, sticky.current_client(), now)
         target = f.queue_filter(queue, project, _id=message_id)
         if claim_id is not None:
             condition = {f.STATE: f.CLAIMED, f.CLAIM: str(claim_id),
@@ -257,6 +262,7 @@ class MessageController(controller.MessageController):
             return
         query = queries.by_ids(queue, project, wanted)
         now = self.driver.now()
+        pins.touch(self.driver, queue, project, sticky.current_client(), now)
         if claim_ids:
             foreign = dict(query.filter, **{
                 f.STATE: f.CLAIMED, f.CLAIM_EXPIRES: {'$gt': now},
@@ -284,6 +290,7 @@ class MessageController(controller.MessageController):
         self.driver.moves.delete_many(where)
         self.driver.counters.delete_one(where)
         given_up.forget_queue(self.driver, queue, project)
+        pins.forget_queue(self.driver, queue, project)
         # Last: a consumer reading before the messages are gone would
         # move its cursor on again.
         consumer_state.restart(self.driver, queue, project)
@@ -319,6 +326,13 @@ class MessageController(controller.MessageController):
             newest = self._any(queue, project, now, -1, kept) or oldest
             stats['oldest'] = _stat_entry(oldest, now)
             stats['newest'] = _stat_entry(newest, now)
+        # Pinned groups: those left after freeing a batch of an idle
+        # client's (beyond it, an idle client's pins count until later
+        # claims free them), as on Redis.
+        pins.free_idle(self.driver, queue, project, now)
+        pinned = pins.count(self.driver, queue, project)
+        if pinned:
+            stats['groups_pinned'] = pinned
         stats['removed_by_retention'] = kept_by.removed(self.driver, queue,
                                                         project)
         return stats
@@ -386,6 +400,9 @@ class MessageController(controller.MessageController):
         return groups.purge(self.driver, queue, project, group,
                             self.driver.now())
 
+    def _unpin_group(self, queue, project, group):
+        return pins.unpin(self.driver, queue, project, group)
+
     def _move_group(self, queue, project, group, target):
         # Members retention no longer keeps are removed, not carried
         # into the target as new messages.
@@ -397,8 +414,9 @@ class MessageController(controller.MessageController):
 
     def gc(self, queue, project, batch, group_cursor=None):
         """Settle one queue and drop up to ``batch`` expired messages;
-        give back up to ``batch`` messages whose claim is gone; give back
-        its stale position reservations; finish its stale group moves;
+        give back up to ``batch`` messages whose claim is gone; free a
+        batch of an idle sticky client's groups (pins.py); give back its
+        stale position reservations; finish its stale group moves;
         forget the given-up positions no consumer can count any more;
         repair the heads of up to groups.REPAIR_BATCH groups after
         ``group_cursor``."""
@@ -406,6 +424,8 @@ class MessageController(controller.MessageController):
         dropped = state.settle(self.driver, queue, project, now,
                                purge_batch=batch)
         state.release_orphans(self.driver, queue, project, now, batch)
+        # Pins must not outlive their client on a queue nobody claims on.
+        pins.free_idle(self.driver, queue, project, now)
         reservations.forget_stale(self.driver, queue, project, now)
         group_moves.finish_stale(self.driver, queue, project, now)
         self._prune_given_up(queue, project, now)

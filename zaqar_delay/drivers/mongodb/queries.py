@@ -15,12 +15,17 @@ from zaqar_delay.drivers.mongodb import fields as f
 Query = collections.namedtuple('Query', 'collection filter sort index')
 
 
-def ready(queue, project, now):
-    """Claimable messages, oldest position first (claim, pop)."""
-    return Query(f.MESSAGES,
-                 f.queue_filter(queue, project, **{
-                     f.STATE: f.READY, f.EXPIRES: {'$gt': now}}),
-                 [(f.POSITION, 1)], 'zd_state_position')
+def ready(queue, project, now, client=None):
+    """Claimable messages, oldest position first (claim, pop). For a
+    sticky ``client``: the unpinned ones and those pinned to it, never
+    those pinned to other clients (pins.py)."""
+    query = f.queue_filter(queue, project, **{
+        f.STATE: f.READY, f.EXPIRES: {'$gt': now}})
+    if client is None:
+        return Query(f.MESSAGES, query, [(f.POSITION, 1)],
+                     'zd_state_position')
+    query[f.PIN] = {'$in': [None, client]}
+    return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_ready_pin')
 
 
 def page(queue, project, now, marker, states, client_uuid=None):
@@ -262,8 +267,53 @@ def given_up(queue, project, after=None, before=None):
     return Query(f.GIVEN_UP, query, None, 'zd_given_up')
 
 
+def pin_of(queue, project, groups):
+    """The pins of some groups (sticky queues, pins.py)."""
+    return Query(f.PINS, f.queue_filter(queue, project, **{
+        f.GROUP: {'$in': list(groups)}}), None, 'zd_pin_group')
+
+
+def pins_of(queue, project, client, pinned_by=None):
+    """A client's pins, oldest first; those made at or before
+    ``pinned_by`` when given."""
+    query = f.queue_filter(queue, project, **{f.PIN_CLIENT: client})
+    if pinned_by is not None:
+        query[f.PINNED_AT] = {'$lte': pinned_by}
+    return Query(f.PINS, query, [(f.PINNED_AT, 1)], 'zd_pin_client')
+
+
+def pins(queue, project):
+    """Every pin of a queue (stats, purge)."""
+    return Query(f.PINS, f.queue_filter(queue, project), None,
+                 'zd_pin_client')
+
+
+def pinned_heads(queue, project, groups, client):
+    """The heads of some groups that carry a pin to ``client``."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.HEAD: {'$in': list(groups), '$exists': True}, f.PIN: client}),
+        None, 'zd_group_head')
+
+
+def sticky_client(queue, project, client):
+    """One sticky client's activity."""
+    return Query(f.STICKY_CLIENTS, f.queue_filter(queue, project, **{
+        f.PIN_CLIENT: client}), None, 'zd_sticky_client')
+
+
+def sticky_clients(queue, project, idle_at=None):
+    """A queue's sticky clients, the first to go idle first; only those
+    idle at ``idle_at`` when given."""
+    query = f.queue_filter(queue, project)
+    if idle_at is not None:
+        query[f.ACTIVE_UNTIL] = {'$lte': idle_at}
+    return Query(f.STICKY_CLIENTS, query, [(f.ACTIVE_UNTIL, 1)],
+                 'zd_sticky_until')
+
+
 ALL = (ready, page, due_now, any_live, delayed_due, claimed_due, expired,
        live, in_state, grouped, heads, group_head, group_first, keepable,
        keepable_positions, too_old, beyond_length,
        group_members, next_group, stale_moves, moves_started, of_move,
-       ended_claims, of_claims, by_ids, given_up)
+       ended_claims, of_claims, by_ids, given_up, pin_of, pins_of, pins,
+       pinned_heads, sticky_client, sticky_clients)
