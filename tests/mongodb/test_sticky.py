@@ -3,6 +3,10 @@ see. A claim never reads heads pinned to other clients, idle clients'
 groups are freed in bounded batches, and the two races a sweep has with
 claims and promotions leave pins and heads agreeing."""
 
+import pytest
+
+from benchmarks import round_trips
+from localstack.factories import mongodb as mongodb_factory
 from tests.contract.helpers import claim, post, stats
 from tests.contract.test_sticky import ALICE, BOB, STICKY, STICKY_S
 from tests.contract.test_sticky import claim_as, delete_as, msg, names
@@ -10,6 +14,7 @@ from tests.mongodb.test_indexes import Spy
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import pins
+from zaqar_delay import sticky
 from zaqar_delay.drivers.mongodb import queries
 
 
@@ -166,3 +171,22 @@ def test_groups_advance_unpinned_on_a_queue_never_sticky(
     head = groups.advance(driver, queue, project, '"a"', driver.now())
     assert fields.PIN not in head
     assert driver.pins.count_documents({}) == 0
+
+
+def test_a_delete_by_a_client_off_sticky_groups_sends_no_extra_request(
+        driver, make_queue, project):
+    """Zaqar sends a Client-ID with every REST delete: only deleting a
+    pinned head may cost the sticky bookkeeping a request (it keeps its
+    client active); any other delete costs what it costs without one."""
+    if mongodb_factory.real_server_uri():
+        pytest.skip('counts calls on mongomock')
+    queue = make_queue()
+    mc = driver.message_controller
+    ids = post(driver, queue, project, 'a', 'b')
+    with round_trips.mongodb_counting() as without_client:
+        mc.delete(queue, ids[0], project=project)
+    with sticky.acting_as(ALICE):
+        with round_trips.mongodb_counting() as with_client:
+            mc.delete(queue, ids[1], project=project)
+    assert len(with_client) == len(without_client), (with_client,
+                                                     without_client)

@@ -223,7 +223,6 @@ class MessageController(controller.MessageController):
         if not isinstance(message_id, str):
             return
         now = self.driver.now()
-        pins.touch(self.driver, queue, project, sticky.current_client(), now)
         target = f.queue_filter(queue, project, _id=message_id)
         if claim_id is not None:
             condition = {f.STATE: f.CLAIMED, f.CLAIM: str(claim_id),
@@ -231,7 +230,13 @@ class MessageController(controller.MessageController):
         else:
             condition = {'$or': [{f.STATE: {'$ne': f.CLAIMED}},
                                  {f.CLAIM_EXPIRES: {'$lte': now}}]}
-        if self._delete_one(dict(target, **condition), now):
+        deleted = self._delete_one(dict(target, **condition), now)
+        if deleted is not None:
+            # Only a pinned head's delete can keep a sticky client active:
+            # a delete elsewhere sends no request for it.
+            if f.PIN in deleted:
+                pins.touch(self.driver, queue, project,
+                           sticky.current_client(), now)
             return
         doc = self._messages.find_one(target)
         if doc is None:
@@ -248,13 +253,14 @@ class MessageController(controller.MessageController):
 
     def _delete_one(self, where, now):
         """Delete one message; its group advances if it was the head.
-        (A crash in between is repaired by gc: groups.repair.)"""
+        (A crash in between is repaired by gc: groups.repair.) Returns
+        what it deleted (its head and pin fields), None if nothing."""
         doc = self._messages.find_one_and_delete(
-            where, projection={f.HEAD: True})
+            where, projection={f.HEAD: True, f.PIN: True})
         if doc is not None and f.HEAD in doc:
             groups.advance(self.driver, where[f.QUEUE], where[f.PROJECT],
                            doc[f.HEAD], now)
-        return doc is not None
+        return doc
 
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
         wanted = [mid for mid in message_ids if isinstance(mid, str)]
