@@ -158,6 +158,15 @@ def swift_session(**options):
                       swift_module.SwiftStartError)
 
 
+def keystone_swift_session(keystone):
+    """Start a Swift that takes ``keystone``'s tokens too, registered
+    there as the object-store service."""
+    for server in swift_session(keystone=keystone.service_options()):
+        keystone.register_service('object-store', 'swift',
+                                  server.keystone_endpoint)
+        yield server
+
+
 def keystone_session():
     """Start a Keystone for a module fixture; skip (fail in CI) if it
     cannot."""

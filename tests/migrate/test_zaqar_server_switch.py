@@ -123,9 +123,7 @@ def keystone():
 
 @pytest.fixture(scope='module')
 def keystone_swift(keystone):
-    for server in shared.swift_session(keystone=keystone.service_options()):
-        keystone.register_service('object-store', 'swift',
-                                  server.keystone_endpoint)
+    for server in shared.keystone_swift_session(keystone):
         keystone.create_member(SWIFT_USER, SWIFT_PASSWORD)
         yield server
 
