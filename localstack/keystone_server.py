@@ -141,6 +141,29 @@ class KeystoneServer:
                                       'domain': {'id': 'default'}}}}})
         return headers['X-Subject-Token']
 
+    def service_options(self):
+        """keystonemiddleware ``authtoken`` options for a service that
+        validates tokens as the bootstrap admin."""
+        return {'www_authenticate_uri': self.url, 'auth_url': self.url,
+                'auth_type': 'password', 'username': 'admin',
+                'password': ADMIN_PASSWORD, 'project_name': 'admin',
+                'user_domain_id': 'default', 'project_domain_id': 'default'}
+
+    def create_member(self, name, password):
+        """A project ``name`` and a user ``name`` with the ``member``
+        role on it (in the default domain)."""
+        token = self.admin_token()
+        _, project = request('POST', self.url + '/projects', {
+            'project': {'name': name, 'domain_id': 'default'}}, token)
+        _, user = request('POST', self.url + '/users', {
+            'user': {'name': name, 'password': password,
+                     'domain_id': 'default'}}, token)
+        _, roles = request('GET', self.url + '/roles?name=member',
+                           token=token)
+        request('PUT', '{}/projects/{}/users/{}/roles/{}'.format(
+            self.url, project['project']['id'], user['user']['id'],
+            roles['roles'][0]['id']), token=token)
+
     def register_service(self, service_type, name, url):
         """Add a service and its endpoints to the catalog."""
         token = self.admin_token()

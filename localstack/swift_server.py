@@ -4,7 +4,10 @@ Uses Debian's packaged Swift (``swift``, ``swift-proxy``, ``swift-account``,
 ``swift-container``, ``swift-object`` with its object-updater,
 ``swift-object-expirer``) plus
 ``memcached`` (tempauth refuses to issue tokens without a cache).  Install them
-with ``scripts/install-swift.sh``.
+with ``scripts/install-swift.sh``.  With ``keystone=`` the proxy also takes
+Keystone tokens (``authtoken`` from Debian's ``python3-keystonemiddleware``,
+then Swift's ``keystoneauth``) for accounts ``KEY_<project id>``; tempauth
+keeps its ``AUTH_`` accounts.
 
 The servers run under the *system* python (``/usr/bin/python3``) as separate
 processes, so this module imports only the standard library and can be used
@@ -71,6 +74,9 @@ OPTIONAL_BINARIES = ('swift-container-updater', 'swift-object-expirer')
 MEMCACHED_CANDIDATES = ('/usr/bin/memcached', '/usr/sbin/memcached',
                         '/usr/local/bin/memcached')
 INSTALL_HINT = 'run scripts/install-swift.sh (as root) to install them'
+KEYSTONE_MIDDLEWARE = 'python3-keystonemiddleware'
+# Swift's keystoneauth accounts, beside tempauth's AUTH_ ones.
+KEYSTONE_PREFIX = 'KEY_'
 
 # Runs inside /usr/bin/python3: point Swift at our swift.conf *before* any
 # module that parses it at import time (storage_policy, constraints) is
@@ -116,9 +122,12 @@ class SwiftUnavailable(RuntimeError):
 
     def __init__(self, missing):
         self.missing = list(missing)
+        hint = INSTALL_HINT
+        if KEYSTONE_MIDDLEWARE in self.missing:
+            hint += ' (%s: scripts/setup.sh test)' % KEYSTONE_MIDDLEWARE
         super().__init__(
             'OpenStack Swift is not available: missing %s; %s'
-            % (', '.join(self.missing), INSTALL_HINT))
+            % (', '.join(self.missing), hint))
 
 
 class SwiftStartError(RuntimeError):
@@ -133,11 +142,18 @@ def _find_memcached():
 
 
 def missing_swift_binaries(python=DEFAULT_PYTHON, bin_dir=DEFAULT_BIN_DIR,
-                           expirer=False):
-    """Return the list of missing programs (empty when everything's there)."""
+                           expirer=False, keystone=False):
+    """Return the list of missing programs (empty when everything's there);
+    with ``keystone``, also the package of keystonemiddleware when
+    ``python`` cannot import it."""
     missing = []
     if not os.access(python, os.X_OK):
         missing.append(python)
+    elif keystone and subprocess.run(
+            [python, '-c', 'import keystonemiddleware.auth_token'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=_clean_env()).returncode != 0:
+        missing.append(KEYSTONE_MIDDLEWARE)
     names = SERVER_BINARIES + (OPTIONAL_BINARIES if expirer else ())
     for name in names:
         if not os.path.isfile(os.path.join(bin_dir, name)):
@@ -148,15 +164,25 @@ def missing_swift_binaries(python=DEFAULT_PYTHON, bin_dir=DEFAULT_BIN_DIR,
 
 
 def ensure_swift_installed(python=DEFAULT_PYTHON, bin_dir=DEFAULT_BIN_DIR,
-                           expirer=False):
+                           expirer=False, keystone=False):
     """Raise SwiftUnavailable naming the missing binaries, if any."""
-    missing = missing_swift_binaries(python, bin_dir, expirer)
+    missing = missing_swift_binaries(python, bin_dir, expirer, keystone)
     if missing:
         raise SwiftUnavailable(missing)
 
 
 def swift_available(**kwargs):
     return not missing_swift_binaries(**kwargs)
+
+
+def _clean_env():
+    """This environment without what would leak a venv / pyenv into the
+    system python."""
+    env = dict(os.environ)
+    for var in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV',
+                'PYTHONSTARTUP'):
+        env.pop(var, None)
+    return env
 
 
 def _free_ports(host, count):
@@ -248,6 +274,13 @@ class SwiftServer(object):
       bin_dir         where the swift-* scripts live (/usr/bin)
       keep_dir        keep the temp dir after stop() (for debugging)
       extra_env       extra environment for the server processes
+      keystone        options of keystonemiddleware's ``authtoken`` (the
+                      service user that validates tokens: auth_url,
+                      username, password, project_name, ...): the proxy
+                      then also serves Keystone tokens, every project
+                      member (role admin or member) owning account
+                      KEY_<project id>; register ``keystone_endpoint`` as
+                      the object-store service in that Keystone
 
     After start():
       url             http://127.0.0.1:PROXYPORT
@@ -260,6 +293,7 @@ class SwiftServer(object):
                       accounts tests take in turn, so that what one test
                       leaves does not make the next one's gc slower
       storage_url, storage_url2   http://127.0.0.1:PORT/v1/AUTH_test(2)
+      keystone_endpoint  http://127.0.0.1:PORT/v1/KEY_$(project_id)s
       proxy_port, account_port, container_port, object_port, memcached_port
       conf_dir (= swift_dir), devices_dir, log_dir
       startup_seconds  wall time start() took
@@ -278,8 +312,9 @@ class SwiftServer(object):
 
     def __init__(self, host='127.0.0.1', base_dir=None, startup_timeout=60.0,
                  part_power=6, python=DEFAULT_PYTHON, bin_dir=DEFAULT_BIN_DIR,
-                 keep_dir=False, extra_env=None):
+                 keep_dir=False, extra_env=None, keystone=None):
         self.host = host
+        self.keystone = dict(keystone) if keystone else None
         self.base_dir = base_dir
         self.startup_timeout = float(startup_timeout)
         self.part_power = int(part_power)
@@ -314,6 +349,12 @@ class SwiftServer(object):
         return '%s/v1/%s' % (self.url, self.account2)
 
     @property
+    def keystone_endpoint(self):
+        """The object-store URL for Keystone's catalog (which fills in
+        the project id)."""
+        return '%s/v1/%s$(project_id)s' % (self.url, KEYSTONE_PREFIX)
+
+    @property
     def credentials(self):
         """kwargs for swiftclient.client.Connection (first account)."""
         return {'authurl': self.auth_url, 'user': self.user, 'key': self.key,
@@ -342,7 +383,8 @@ class SwiftServer(object):
         if self._started:
             return self
         t0 = time.monotonic()
-        ensure_swift_installed(self.python, self.bin_dir)
+        ensure_swift_installed(self.python, self.bin_dir,
+                               keystone=bool(self.keystone))
         memcached = _find_memcached()
         self._make_dirs()
         (self.proxy_port, self.account_port, self.container_port,
@@ -607,7 +649,7 @@ class SwiftServer(object):
             eventlet_debug = false
 
             [pipeline:main]
-            pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl tempauth copy slo dlo versioned_writes symlink proxy-logging proxy-server
+            pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl %(auth)s copy slo dlo versioned_writes symlink proxy-logging proxy-server
 
             [app:proxy-server]
             use = egg:swift#proxy
@@ -672,7 +714,9 @@ class SwiftServer(object):
             ''' % dict(common, port=self.proxy_port, spare_users=(
             '\n' + ' ' * 12).join(
                 'user_t%d_tester = testing .admin' % i
-                for i in range(self.SPARE_ACCOUNTS))))
+                for i in range(self.SPARE_ACCOUNTS)),
+            auth='authtoken keystoneauth tempauth' if self.keystone
+            else 'tempauth') + self._keystone_filters())
         # Legacy (object-expirer.conf) layout: the file name must contain
         # "expirer", and it doubles as the internal client's pipeline.
         self._write('object-expirer.conf', '''\
@@ -707,12 +751,28 @@ class SwiftServer(object):
             access_log_name = object-expirer
             ''' % common)
 
+    def _keystone_filters(self):
+        """authtoken decides nothing itself (delay_auth_decision): a
+        tempauth token it cannot validate goes on to tempauth, which
+        authorizes it after keystoneauth."""
+        if not self.keystone:
+            return ''
+        options = dict(self.keystone, delay_auth_decision='true')
+        # Indented as the proxy's config, which _write dedents.
+        return textwrap.indent(textwrap.dedent('''
+            [filter:authtoken]
+            paste.filter_factory = keystonemiddleware.auth_token:filter_factory
+            %s
+
+            [filter:keystoneauth]
+            use = egg:swift#keystoneauth
+            reseller_prefix = %s
+            operator_roles = admin, member
+            ''') % ('\n'.join('%s = %s' % item for item in options.items()),
+                    KEYSTONE_PREFIX), ' ' * 12)
+
     def _env(self):
-        env = dict(os.environ)
-        # Don't let a venv / pyenv leak into the system python.
-        for var in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV',
-                    'PYTHONSTARTUP'):
-            env.pop(var, None)
+        env = _clean_env()
         env['PYTHONDONTWRITEBYTECODE'] = '1'
         env['PYTHONUNBUFFERED'] = '1'
         env.update(self.extra_env)

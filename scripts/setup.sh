@@ -81,6 +81,15 @@ if [ "$mode" = test ]; then
         if [ "$own_policy" -eq 1 ]; then $SUDO rm -f "$policy"; fi
     fi
     bash "$here/scripts/install-swift.sh"
+    # Keystone auth in the test Swift's proxy (authtoken, under the system
+    # python that runs Swift): the switch from Zaqar's own Swift driver,
+    # which speaks only Keystone (tests/migrate/test_zaqar_server_switch.py).
+    if ! /usr/bin/python3 -c 'import keystonemiddleware.auth_token' \
+            >/dev/null 2>&1; then
+        apt_install python3-keystonemiddleware ||
+            echo "setup: python3-keystonemiddleware not installed; install" \
+                 "Debian's by hand"
+    fi
 
     keystone_venv=${ZD_KEYSTONE_VENV:-$here/.venv-keystone}
     tempest_venv=${ZD_TEMPEST_VENV:-$here/.venv-tempest}

@@ -44,16 +44,23 @@ def redis_url():
         yield server.url
 
 
+def served(server, *failures):
+    """Start ``server`` for a fixture, yield it and stop it; skip (fail in
+    CI) when its start raises one of ``failures``."""
+    try:
+        server.start()
+    except failures as exc:
+        unavailable(str(exc))
+    yield server
+    server.stop()
+
+
 def redis_session():
     """Start a Redis server of its own for a fixture (a test or module
     whose store must hold its data alone); skip (fail in CI) if it
     cannot."""
-    try:
-        server = redis_server.RedisServer().start()
-    except redis_server.RedisUnavailable as exc:
-        unavailable(str(exc))
-    yield server
-    server.stop()
+    yield from served(redis_server.RedisServer(),
+                      redis_server.RedisUnavailable)
 
 
 @pytest.fixture
@@ -142,17 +149,30 @@ def swift_server():
     yield from swift_session()
 
 
-def swift_session():
-    """Start a Swift for a session fixture; skip (fail in CI) if it cannot."""
+def swift_session(**options):
+    """Start a Swift (``SwiftServer`` with ``options``) for a session or
+    module fixture; skip (fail in CI) if it cannot."""
     from localstack import swift_server as swift_module
-    server = swift_module.SwiftServer()
-    try:
-        server.start()
-    except (swift_module.SwiftUnavailable,
-            swift_module.SwiftStartError) as exc:
-        unavailable(str(exc))
-    yield server
-    server.stop()
+    yield from served(swift_module.SwiftServer(**options),
+                      swift_module.SwiftUnavailable,
+                      swift_module.SwiftStartError)
+
+
+def keystone_swift_session(keystone):
+    """Start a Swift that takes ``keystone``'s tokens too, registered
+    there as the object-store service."""
+    for server in swift_session(keystone=keystone.service_options()):
+        keystone.register_service('object-store', 'swift',
+                                  server.keystone_endpoint)
+        yield server
+
+
+def keystone_session():
+    """Start a Keystone for a module fixture; skip (fail in CI) if it
+    cannot."""
+    from localstack import keystone_server
+    yield from served(keystone_server.KeystoneServer(),
+                      keystone_server.KeystoneUnavailable)
 
 
 @pytest.fixture(autouse=True)

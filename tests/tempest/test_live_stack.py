@@ -55,12 +55,7 @@ def tempest():
 
 @pytest.fixture(scope='module')
 def keystone():
-    try:
-        server = keystone_server.KeystoneServer().start()
-    except keystone_server.KeystoneUnavailable as exc:
-        conftest.unavailable(str(exc))
-    yield server
-    server.stop()
+    yield from conftest.keystone_session()
 
 
 @pytest.fixture(scope='module')
