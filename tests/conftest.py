@@ -32,8 +32,12 @@ def pytest_collection_modifyitems(items):
     every other test goes to whichever worker is free."""
     for item in items:
         info = getattr(item, '_fixtureinfo', None)
-        if info and any(defs[-1].scope == 'module'
-                        for defs in info.name2fixturedefs.values()):
+        if info and 'keystone' in info.name2fixturedefs:
+            # One Keystone (slow to start) serves every module that needs
+            # one, on one worker.
+            item.add_marker(pytest.mark.xdist_group('keystone'))
+        elif info and any(defs[-1].scope == 'module'
+                          for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.xdist_group(
                 item.nodeid.split('::')[0]))
 
@@ -158,21 +162,23 @@ def swift_session(**options):
                       swift_module.SwiftStartError)
 
 
-def keystone_swift_session(keystone):
-    """Start a Swift that takes ``keystone``'s tokens too, registered
-    there as the object-store service."""
+@pytest.fixture(scope='session')
+def keystone():
+    """A real Keystone on loopback, once per session: every test that
+    uses it runs on one xdist worker (pytest_collection_modifyitems)."""
+    from localstack import keystone_server
+    yield from served(keystone_server.KeystoneServer(),
+                      keystone_server.KeystoneUnavailable)
+
+
+@pytest.fixture(scope='session')
+def keystone_swift(keystone):
+    """A Swift that takes ``keystone``'s tokens too, registered there as
+    the object-store service."""
     for server in swift_session(keystone=keystone.service_options()):
         keystone.register_service('object-store', 'swift',
                                   server.keystone_endpoint)
         yield server
-
-
-def keystone_session():
-    """Start a Keystone for a module fixture; skip (fail in CI) if it
-    cannot."""
-    from localstack import keystone_server
-    yield from served(keystone_server.KeystoneServer(),
-                      keystone_server.KeystoneUnavailable)
 
 
 @pytest.fixture(autouse=True)

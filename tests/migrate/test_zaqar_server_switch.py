@@ -16,7 +16,6 @@ import uuid
 import pytest
 import requests
 
-from tests import conftest as shared
 from tests.migrate.conftest import kill_after
 from tests.migrate.conftest import migrate_command
 from tests.migrate.conftest import run_to_the_end
@@ -117,15 +116,10 @@ class FromSwift:
 
 
 @pytest.fixture(scope='module')
-def keystone():
-    yield from shared.keystone_session()
-
-
-@pytest.fixture(scope='module')
-def keystone_swift(keystone):
-    for server in shared.keystone_swift_session(keystone):
-        keystone.create_member(SWIFT_USER, SWIFT_PASSWORD)
-        yield server
+def keystone_swift(keystone, keystone_swift):
+    """The session's Keystone Swift, with this module's member."""
+    keystone.create_member(SWIFT_USER, SWIFT_PASSWORD)
+    return keystone_swift
 
 
 @pytest.fixture(params=['redis', 'swift'],

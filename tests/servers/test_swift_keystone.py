@@ -11,7 +11,6 @@ import swiftclient
 from keystoneauth1 import session
 from keystoneauth1.identity import generic
 
-from tests import conftest
 from localstack import swift_server
 
 pytestmark = pytest.mark.integration
@@ -19,14 +18,9 @@ pytestmark = pytest.mark.integration
 PASSWORD = 'swift-keystone-test'
 
 
-@pytest.fixture(scope='module')
-def keystone():
-    yield from conftest.keystone_session()
-
-
-@pytest.fixture(scope='module')
-def swift(keystone):
-    yield from conftest.keystone_swift_session(keystone)
+@pytest.fixture
+def swift(keystone_swift):
+    return keystone_swift
 
 
 def member_connection(keystone, name, storage_url=None):

@@ -54,11 +54,6 @@ def tempest():
 
 
 @pytest.fixture(scope='module')
-def keystone():
-    yield from conftest.keystone_session()
-
-
-@pytest.fixture(scope='module')
 def zaqar(redis_url, keystone):
     server = zaqar_server.ZaqarServer(
         redis_url, 'delay.redis',
