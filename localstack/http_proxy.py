@@ -21,6 +21,10 @@ import threading
 HOP_BY_HOP = ('connection', 'keep-alive', 'transfer-encoding')
 
 
+class ProxyUnavailable(RuntimeError):
+    """The proxy could not start; the message says why."""
+
+
 class HttpProxy:
 
     def __init__(self, upstream_port, host='127.0.0.1'):
@@ -28,8 +32,14 @@ class HttpProxy:
         self.lost = []
         self._armed = []
         self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(
-            (host, 0), _handler_for(self))
+        try:
+            self._server = http.server.ThreadingHTTPServer(
+                (host, 0), _handler_for(self))
+        except OSError as exc:
+            raise ProxyUnavailable(
+                'the HTTP fault proxy in front of {}:{} cannot listen on a '
+                'free port of {}: {}'.format(host, upstream_port, host,
+                                             exc)) from exc
         self._server.daemon_threads = True
 
     @property

@@ -32,6 +32,10 @@ import threading
 import time
 
 
+class ProxyUnavailable(RuntimeError):
+    """The proxy could not start; the message says why."""
+
+
 class RespError(ValueError):
     pass
 
@@ -136,8 +140,15 @@ class TcpProxy:
     def start(self):
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(('127.0.0.1', 0))
-        self._listener.listen(128)
+        try:
+            self._listener.bind(('127.0.0.1', 0))
+            self._listener.listen(128)
+        except OSError as exc:
+            self._listener.close()
+            raise ProxyUnavailable(
+                'the TCP fault proxy in front of 127.0.0.1:{} cannot listen '
+                'on a free loopback port: {}'.format(self.upstream_port,
+                                                    exc)) from exc
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
         self._selector.register(self._listener, selectors.EVENT_READ, None)

@@ -70,3 +70,22 @@ def test_drop_all_closes_open_connections(proxy):
         assert sock.recv(64) == b''      # closed by the proxy
     assert proxy.counts['dropped_connections'] == 1
     assert client(proxy.port).ping()     # a new connection works
+
+
+def test_a_proxy_that_cannot_listen_says_why(monkeypatch):
+    """Tried: both fault proxies when binding a loopback port fails."""
+    from localstack import http_proxy
+
+    class NoPorts(socket.socket):
+        def bind(self, address):
+            raise OSError(99, 'Cannot assign requested address')
+
+    monkeypatch.setattr(tcp_proxy.socket, 'socket', NoPorts)
+    with pytest.raises(tcp_proxy.ProxyUnavailable,
+                       match=r'TCP fault proxy in front of 127\.0\.0\.1:6399 '
+                             r'cannot listen .*Cannot assign requested'):
+        tcp_proxy.TcpProxy(6399).start()
+    with pytest.raises(http_proxy.ProxyUnavailable,
+                       match=r'HTTP fault proxy in front of 127\.0\.0\.1:8099 '
+                             r'cannot listen .*Cannot assign requested'):
+        http_proxy.HttpProxy(8099)
