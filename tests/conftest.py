@@ -32,7 +32,7 @@ def pytest_collection_modifyitems(items):
     every other test goes to whichever worker is free."""
     for item in items:
         info = getattr(item, '_fixtureinfo', None)
-        if info and 'keystone' in info.name2fixturedefs:
+        if item.get_closest_marker('keystone'):
             # One Keystone (slow to start) serves every module that needs
             # one, on one worker.
             item.add_marker(pytest.mark.xdist_group('keystone'))
@@ -164,8 +164,9 @@ def swift_session(**options):
 
 @pytest.fixture(scope='session')
 def keystone():
-    """A real Keystone on loopback, once per session: every test that
-    uses it runs on one xdist worker (pytest_collection_modifyitems)."""
+    """A real Keystone on loopback, once per session: the modules that use
+    it are marked ``keystone``, which puts them on one xdist worker
+    (pytest_collection_modifyitems)."""
     from localstack import keystone_server
     yield from served(keystone_server.KeystoneServer(),
                       keystone_server.KeystoneUnavailable)

@@ -21,7 +21,7 @@ from tests.migrate.conftest import migrate_command
 from tests.migrate.conftest import run_to_the_end
 from localstack import zaqar_server
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.keystone]
 
 PLAIN = 30          # the oldest CLAIMED of them are claimed before the move
 CLAIMED = 4

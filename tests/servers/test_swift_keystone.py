@@ -13,7 +13,7 @@ from keystoneauth1.identity import generic
 
 from localstack import swift_server
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.keystone]
 
 PASSWORD = 'swift-keystone-test'
 

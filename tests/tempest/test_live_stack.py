@@ -13,7 +13,8 @@ from localstack import tempest_runner
 from localstack import zaqar_server
 from tests import conftest
 
-pytestmark = [pytest.mark.integration, pytest.mark.tempest]
+pytestmark = [pytest.mark.integration, pytest.mark.tempest,
+              pytest.mark.keystone]
 
 AUTHTOKEN = """
 [keystone_authtoken]
