@@ -113,9 +113,10 @@ class ClaimController(controller.ClaimController):
         while len(taken) < limit:
             ready = queries.ready(queue, project, now)
             kept.restrict(ready.filter)
+            wanted = limit - len(taken)
             candidates = [doc['_id'] for doc in self._messages.find(
-                ready.filter, {'_id': True}, ready.sort,
-                limit - len(taken), ready.index)]
+                ready.filter, {'_id': True}, ready.sort, wanted,
+                ready.index)]
             if not candidates:
                 break
             self._messages.update_many(
@@ -133,6 +134,12 @@ class ClaimController(controller.ClaimController):
             if exhausted:
                 self._dead_letter(queue, project, policy, claim_id,
                                   exhausted, now)
+            elif len(candidates) < wanted:
+                # Every message ready at ``now`` was a candidate: another
+                # read could only find messages posted since. (A dead
+                # letter may make its group's next member ready, or come
+                # back to this very queue: then read again.)
+                break
         taken.sort(key=lambda doc: doc[f.POSITION])
         return taken
 

@@ -78,6 +78,12 @@ group_moves.py): ``_id`` move id, ``p``, ``q`` source queue, ``g`` group,
 ``t`` target queue, ``st`` decision (``f`` freezing, ``c`` committed,
 ``a`` aborted), ``v`` start (epoch ms).
 
+Collection ``queue_meta``: a copy of each queue's metadata from Zaqar's
+control store, kept exact by a generation (metadata.py): ``_id`` JSON
+text of ``[project, queue]``, ``gen`` generation, ``m`` the copy (JSON
+text) and ``ce`` its end (epoch ms), absent while there is no copy;
+``x`` when the TTL monitor removes the document (a date).
+
 Collection ``subscriptions``: ``_id`` id (UUID text), ``p``, ``s`` source
 queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 ``x`` expires as a date (TTL index), ``o`` options (JSON text), ``c``
@@ -96,6 +102,7 @@ COUNTERS = 'counters'
 SUBSCRIPTIONS = 'subscriptions'
 MOVES = 'moves'
 GIVEN_UP = 'given_up'
+QUEUE_META = 'queue_meta'
 # One document, {_id: LAYOUT_ID, v: version}: the layout version (layout.py).
 LAYOUT = 'layout'
 LAYOUT_ID = 'layout'
@@ -118,6 +125,11 @@ LENGTH_FLOOR = 'lf'
 READ_FLOOR = 'rf'
 RESERVATIONS = 'rv'
 ENDED = 'x'
+# queue_meta (metadata.py): generation, copy, copy's end, removal date.
+META_GEN = 'gen'
+META_COPY = 'm'
+META_COPY_ENDS = 'ce'
+META_REMOVED_AT = 'x'
 
 ASC = pymongo.ASCENDING
 
@@ -191,6 +203,13 @@ GIVEN_UP_INDEXES = {
                     {'unique': True}),
 }
 
+QUEUE_META_INDEXES = {
+    # MongoDB's TTL monitor removes a queue's generation a day after its
+    # last change (metadata_copy.GENERATION_TTL_MS).
+    'zd_queue_meta_ttl': ([(META_REMOVED_AT, ASC)],
+                          {'expireAfterSeconds': 0}),
+}
+
 INDEXES = {
     MESSAGES: MESSAGE_INDEXES,
     GIVEN_UP: GIVEN_UP_INDEXES,
@@ -198,6 +217,7 @@ INDEXES = {
     COUNTERS: COUNTER_INDEXES,
     SUBSCRIPTIONS: SUBSCRIPTION_INDEXES,
     MOVES: MOVE_INDEXES,
+    QUEUE_META: QUEUE_META_INDEXES,
 }
 
 
