@@ -25,7 +25,7 @@ from zaqar_delay.drivers.mongodb import metadata
 # docs/mongodb.md's table shows it: (MongoDB requests, control store).
 PER_CALL = {
     'post (10 messages)': (4, 0),
-    'pop (1)': (11, 0),
+    'pop (1)': (10, 0),
     'claim (10)': (9, 0),
     'delete': (1, 0),
     'list': (5, 0),
