@@ -35,6 +35,7 @@ from zaqar_delay import conf as zd_conf
 from zaqar_delay import consumers
 from zaqar_delay import control_store
 from zaqar_delay import errors
+from zaqar_delay import metadata_copy
 from zaqar_delay import retention
 from zaqar_delay import rules
 from zaqar_delay import sticky
@@ -59,8 +60,16 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     # -- shared rules ------------------------------------------------------
 
     def queue_metadata(self, queue, project):
-        """The queue's metadata; raises QueueDoesNotExist. From Zaqar's
-        control store; a backend may keep an exact copy closer."""
+        """The queue's metadata; raises QueueDoesNotExist. From the data
+        store's exact copy when the backend keeps one (metadata_copy.py),
+        else from Zaqar's control store."""
+        copies = self.driver.metadata_copies
+        if copies is None:
+            return self._control_metadata(queue, project)
+        return metadata_copy.read(copies, queue, project, lambda:
+                                  self._control_metadata(queue, project))
+
+    def _control_metadata(self, queue, project):
         with control_store.reached():
             return self.driver.queue_controller.get_metadata(queue, project)
 

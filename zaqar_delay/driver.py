@@ -17,6 +17,7 @@ from zaqar.storage import errors as storage_errors
 from zaqar_delay import conf as zd_conf
 from zaqar_delay import control_store
 from zaqar_delay import errors
+from zaqar_delay import metadata_copy
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import retention as retention_options
 
@@ -67,6 +68,9 @@ class DataDriver(storage.DataDriverBase):
 
     # The GcPass of the gc() in progress, which clean_queue adds to.
     _gc_pass = None
+    # The data store's copies of queue metadata (metadata_copy.py), if
+    # the backend keeps them: see keep_metadata_copies.
+    metadata_copies = None
 
     def __init__(self, conf, cache, control_driver):
         # Zaqar's base registers _DRIVER_OPTIONS, tolerating options that
@@ -94,6 +98,15 @@ class DataDriver(storage.DataDriverBase):
         self.pool_name = pool['name'] if pool else None
         zd_conf.register(conf, retention_options)
         self.retention_conf = conf[retention_options.GROUP_NAME]
+
+    def keep_metadata_copies(self, copies):
+        """Read queue metadata from ``copies`` (a metadata_copy.Copies of
+        this data store), kept exact by watching the control driver's
+        queue controller; not with pooling (see metadata_copy.py)."""
+        if pooled(self.conf):
+            return
+        self.metadata_copies = copies
+        metadata_copy.watch(self.control_driver.queue_controller, copies)
 
     def _own_pool(self, conf):
         """The registered pool whose URI Zaqar just gave this driver."""

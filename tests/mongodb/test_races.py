@@ -32,6 +32,25 @@ def before_call(monkeypatch, collection, method, action, when=None):
     return fired
 
 
+def before_hand_out(monkeypatch, driver, action):
+    """Run ``action()`` once, just before a claim's conditional update
+    takes its candidates: an ``update_many``, or a ``find_one_and_update``
+    for a single candidate (claims.py)."""
+    fired = []
+
+    def once():
+        if not fired:
+            fired.append(True)
+            action()
+
+    def hands_out(where, update, **kwargs):
+        return '$inc' in update
+    for method in ('update_many', 'find_one_and_update'):
+        before_call(monkeypatch, driver.messages, method, once,
+                    when=hands_out)
+    return fired
+
+
 def test_a_renew_racing_settle_never_succeeds_for_lost_messages(
         driver, project, clock, monkeypatch):
     driver.queue_controller.create('q', project=project)
@@ -78,10 +97,8 @@ def test_messages_taken_by_a_claim_settled_meanwhile_come_back(
         clock.advance(61)
         state.settle(driver, 'q', project, driver.now())
 
-    fired = before_call(
-        monkeypatch, driver.messages, 'update_many',
-        claim_ends_before_its_messages_are_taken,
-        when=lambda where, update, **kw: '$inc' in update)
+    fired = before_hand_out(monkeypatch, driver,
+                            claim_ends_before_its_messages_are_taken)
     claim(driver, 'q', project, ttl=60)
     assert fired
     monkeypatch.undo()

@@ -45,7 +45,8 @@ class Calls:
         for name in ('messages', 'counters', 'claims'):
             collection = getattr(driver, name)
             for method in ('find', 'find_one', 'count_documents',
-                           'delete_many', 'update_one', 'update_many'):
+                           'delete_many', 'update_one', 'update_many',
+                           'find_one_and_update'):
                 monkeypatch.setattr(collection, method,
                                     self._wrap(getattr(collection, method),
                                                method))

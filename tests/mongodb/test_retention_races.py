@@ -12,7 +12,7 @@ import pytest
 
 from tests.contract.helpers import bodies, claim, listed, post
 from tests.mongodb import workers
-from tests.mongodb.test_races import before_call
+from tests.mongodb.test_races import before_call, before_hand_out
 from zaqar_delay import retention
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields
@@ -105,10 +105,10 @@ def test_a_claim_racing_a_removal_never_gets_a_removed_message(
         post(driver, queue, project, 'd', 'e')
         driver.message_controller.clean(queue, project, 10)
 
-    before_call(monkeypatch, driver.messages, 'update_many',
-                newer_posts_and_a_cleaner_run,
-                when=lambda where, update, **kw: '$inc' in update)
+    fired = before_hand_out(monkeypatch, driver,
+                            newer_posts_and_a_cleaner_run)
     got = bodies(claim(driver, queue, project, limit=1)[1])
+    assert fired
     assert got == ['d']
     assert removed(driver, queue, project) == 3
 

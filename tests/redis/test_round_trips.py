@@ -9,10 +9,10 @@ commandstats``.
 
 import pytest
 import redis as redis_py
-from zaqar.storage import errors as storage_errors
 
 from benchmarks import round_trips
 from localstack import backends
+from tests import metadata_copies
 from tests.contract.helpers import claim, listed, post
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
@@ -99,27 +99,15 @@ def test_post_claim_and_list_read_no_control_store_once_warm(
 
 def test_a_metadata_change_applies_to_the_next_call_on_every_node(
         driver, conf, redis_url, project):
-    other = second_node(driver, conf, redis_url)
-    driver.queue_controller.create('q', project=project)
-    post(other, 'q', project, 'a')   # the other node copies {} now
-    driver.queue_controller.set_metadata(
-        'q', {'_default_message_delay': 600}, project=project)
-    post(other, 'q', project, 'b')
-    assert [m['body'] for m in listed(other, 'q', project)] == ['a']
-    driver.queue_controller.set_metadata('q', {'_message_group_key': 'g'},
-                                         project=project)
-    assert other.message_controller.policy('q', project).group_key == 'g'
+    metadata_copies.a_metadata_change_applies_to_the_next_call_on_every_node(
+        driver, second_node(driver, conf, redis_url), project)
 
 
 def test_a_queue_deleted_on_one_node_is_gone_on_the_next_call_of_another(
         driver, conf, redis_url, project):
-    other = second_node(driver, conf, redis_url)
-    driver.queue_controller.create('q', project=project)
-    post(other, 'q', project, 'a')
-    driver.queue_controller.delete('q', project=project)
-    with pytest.raises(storage_errors.QueueDoesNotExist):
-        post(other, 'q', project, 'b')
-    assert claim(other, 'q', project) == (None, [])
+    metadata_copies.\
+        a_queue_deleted_on_one_node_is_gone_on_the_next_call_of_another(
+            driver, second_node(driver, conf, redis_url), project)
 
 
 def test_a_fill_that_read_the_control_store_before_a_change_is_dropped(

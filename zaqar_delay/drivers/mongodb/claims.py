@@ -28,6 +28,8 @@ message per group per pop too.
 import json
 import uuid
 
+import pymongo
+
 from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import rules
@@ -122,16 +124,14 @@ class ClaimController(controller.ClaimController):
         while len(taken) < limit:
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
+            wanted = limit - len(taken)
             candidates = [doc['_id'] for doc in self._messages.find(
-                ready.filter, {'_id': True}, ready.sort,
-                limit - len(taken), ready.index)]
+                ready.filter, {'_id': True}, ready.sort, wanted,
+                ready.index)]
             if not candidates:
                 break
-            self._messages.update_many(
-                dict(ready.filter, _id={'$in': candidates}), update)
-            won = self._messages.find(
-                {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
-                 '_id': {'$in': candidates}}, sort=[(f.POSITION, 1)])
+            won = self._take_candidates(ready.filter, candidates, claim_id,
+                                        update)
             exhausted, handed = [], []
             for doc in won:
                 if (policy.max_claim_count
@@ -146,8 +146,31 @@ class ClaimController(controller.ClaimController):
             if exhausted:
                 self._dead_letter(queue, project, policy, claim_id,
                                   exhausted, now)
+            elif len(candidates) < wanted:
+                # Every message ready at ``now`` was a candidate: another
+                # read could only find messages posted since. (A dead
+                # letter may make its group's next member ready, or come
+                # back to this very queue: then read again.)
+                break
         taken.sort(key=lambda doc: doc[f.POSITION])
         return taken
+
+    def _take_candidates(self, ready, candidates, claim_id, update):
+        """Claim those of ``candidates`` still ``ready``; returns the
+        documents this claim won, in position order. One candidate (a
+        pop or claim of one, the last message ready) is one
+        ``findAndModify``, a retryable write; more are an ``update_many``
+        and a read of which ones this claim got."""
+        if len(candidates) == 1:
+            doc = self._messages.find_one_and_update(
+                dict(ready, _id=candidates[0]), update,
+                return_document=pymongo.ReturnDocument.AFTER)
+            return [doc] if doc is not None else []
+        self._messages.update_many(dict(ready, _id={'$in': candidates}),
+                                   update)
+        return self._messages.find(
+            {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
+             '_id': {'$in': candidates}}, sort=[(f.POSITION, 1)])
 
     def _dead_letter(self, queue, project, policy, claim_id, docs, now):
         """Move messages whose attempts ran out to the dead-letter queue.

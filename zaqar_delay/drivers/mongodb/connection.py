@@ -66,15 +66,26 @@ def translate(call, *args, **kwargs):
 
 
 class GuardedCollection:
-    """A pymongo collection whose every operation is :func:`translate`d."""
+    """A pymongo collection whose every operation is :func:`translate`d;
+    ``on_fault()`` runs before a fault is raised (the store clock measures
+    its offset again: clock.py)."""
 
-    def __init__(self, collection):
+    def __init__(self, collection, on_fault=None):
         self._collection = collection
+        self._on_fault = on_fault
 
     @property
     def raw(self):
         """The collection itself (index management, explain in tests)."""
         return self._collection
+
+    def _translate(self, call, *args, **kwargs):
+        try:
+            return translate(call, *args, **kwargs)
+        except errors.BackendUnavailable:
+            if self._on_fault is not None:
+                self._on_fault()
+            raise
 
     def find(self, query, projection=None, sort=None, limit=0, hint=None,
              skip=0):
@@ -89,10 +100,10 @@ class GuardedCollection:
             if hint:
                 cursor = cursor.hint(hint)
             return list(cursor)
-        return translate(run)
+        return self._translate(run)
 
     def __getattr__(self, name):
         attr = getattr(self._collection, name)
         if not callable(attr):
             return attr
-        return functools.partial(translate, attr)
+        return functools.partial(self._translate, attr)

@@ -2,9 +2,9 @@
 
 Layout and indexes: fields.py; queries and the index each one uses:
 queries.py and docs/mongodb.md. Time comes from the MongoDB server's clock
-(clock.py): the ``hello`` command's ``localTime``, read once per operation
-and passed down, or an offset to it measured every ``clock_sync_interval``
-seconds. Atomicity comes from single-document conditional updates and
+(clock.py): the ``hello`` command's ``localTime``, as an offset to the
+local monotonic clock measured every ``clock_sync_interval`` seconds and
+after a fault, or read once per operation and passed down. Atomicity comes from single-document conditional updates and
 unique indexes; every pymongo call goes through one fault translator
 (connection.py).
 """
@@ -23,6 +23,7 @@ from zaqar_delay.drivers.mongodb import clock
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import messages
+from zaqar_delay.drivers.mongodb import metadata
 from zaqar_delay.drivers.mongodb import subscriptions
 
 LOG = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class DataDriver(base.DataDriver):
     def __init__(self, conf, cache, control_driver, client_factory=None):
         super().__init__(conf, cache, control_driver)
         self._client_factory = client_factory or self.client_factory
+        self.keep_metadata_copies(metadata.MongoCopies(self))
 
     @decorators.lazy_property(write=False)
     def connection(self):
@@ -68,7 +70,8 @@ class DataDriver(base.DataDriver):
         return database
 
     def _collection(self, name):
-        return connection.GuardedCollection(self.database[name])
+        return connection.GuardedCollection(self.database[name],
+                                            self.clock.invalidate)
 
     @decorators.lazy_property(write=False)
     def messages(self):
@@ -97,6 +100,10 @@ class DataDriver(base.DataDriver):
     @decorators.lazy_property(write=False)
     def sticky_clients(self):
         return self._collection(fields.STICKY_CLIENTS)
+
+    @decorators.lazy_property(write=False)
+    def queue_meta(self):
+        return self._collection(fields.QUEUE_META)
 
     @decorators.lazy_property(write=False)
     def subscriptions(self):

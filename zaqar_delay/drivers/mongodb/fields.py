@@ -89,6 +89,12 @@ sticky queue (pins.py): ``p``, ``q``, ``cl`` the client, ``a`` its last
 claim, renewal or delete (epoch ms), ``u`` active until (``a`` + the
 sticky time), ``st`` the queue's sticky time (ms) at its last claim.
 
+Collection ``queue_meta``: a copy of each queue's metadata from Zaqar's
+control store, kept exact by a generation (metadata.py): ``_id`` JSON
+text of ``[project, queue]``, ``gen`` generation, ``m`` the copy (JSON
+text) and ``ce`` its end (epoch ms), absent while there is no copy;
+``x`` when the TTL monitor removes the document (a date).
+
 Collection ``subscriptions``: ``_id`` id (UUID text), ``p``, ``s`` source
 queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 ``x`` expires as a date (TTL index), ``o`` options (JSON text), ``c``
@@ -109,6 +115,7 @@ MOVES = 'moves'
 GIVEN_UP = 'given_up'
 PINS = 'pins'
 STICKY_CLIENTS = 'sticky_clients'
+QUEUE_META = 'queue_meta'
 # One document, {_id: LAYOUT_ID, v: version}: the layout version (layout.py).
 LAYOUT = 'layout'
 LAYOUT_ID = 'layout'
@@ -136,6 +143,11 @@ ENDED = 'x'
 PIN = 'pn'
 PIN_CLIENT, PINNED_AT = 'cl', 't'
 ACTIVE_AT, ACTIVE_UNTIL, STICKY_MS = 'a', 'u', 'st'
+# queue_meta (metadata.py): generation, copy, copy's end, removal date.
+META_GEN = 'gen'
+META_COPY = 'm'
+META_COPY_ENDS = 'ce'
+META_REMOVED_AT = 'x'
 
 ASC = pymongo.ASCENDING
 
@@ -233,6 +245,13 @@ STICKY_CLIENT_INDEXES = {
                         {}),
 }
 
+QUEUE_META_INDEXES = {
+    # MongoDB's TTL monitor removes a queue's generation a day after its
+    # last change (metadata_copy.GENERATION_TTL_MS).
+    'zd_queue_meta_ttl': ([(META_REMOVED_AT, ASC)],
+                          {'expireAfterSeconds': 0}),
+}
+
 INDEXES = {
     MESSAGES: MESSAGE_INDEXES,
     PINS: PIN_INDEXES,
@@ -242,6 +261,7 @@ INDEXES = {
     COUNTERS: COUNTER_INDEXES,
     SUBSCRIPTIONS: SUBSCRIPTION_INDEXES,
     MOVES: MOVE_INDEXES,
+    QUEUE_META: QUEUE_META_INDEXES,
 }
 
 

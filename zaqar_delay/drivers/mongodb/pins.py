@@ -159,16 +159,16 @@ def free_idle(driver, queue, project, now, idle_only=True):
 def settle(driver, queue, project, policy, now):
     """A claim or pop's sticky step, before it reads: on a sticky queue
     its client becomes active and a batch of idle clients' groups is
-    freed; on a queue no longer sticky a batch of any client's groups
-    is (one probe when there is none). Returns the client whose pinned
-    heads the claim reads besides the unpinned ones; None when it reads
-    every head (a queue not sticky, Zaqar's purge)."""
+    freed. Returns the client whose pinned heads the claim reads besides
+    the unpinned ones; None when it reads every head (a queue not
+    sticky, Zaqar's purge). A queue that is not sticky sends nothing
+    here: its claims read pinned heads like any other, and the pins left
+    from when it was sticky go once their clients are idle (no claim
+    there keeps a client active), a batch per gc step or stats call."""
     if policy.sticky and policy.client is not None:
         activate(driver, queue, project, policy.client, policy.sticky, now)
         free_idle(driver, queue, project, now)
         return policy.client
-    if not policy.sticky:
-        free_idle(driver, queue, project, now, idle_only=False)
     return None
 
 

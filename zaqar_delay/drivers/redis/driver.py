@@ -111,10 +111,7 @@ class DataDriver(base.DataDriver):
                 '[{}] replica_acks = {} is not supported with Redis Cluster '
                 '(uri has ?cluster=true); set it to 0'.format(
                     redis_conf.GROUP_NAME, store.replica_acks))
-        # Queue metadata copies (metadata.py), not with pooling.
-        self.keeps_metadata_copies = not base.pooled(conf)
-        if self.keeps_metadata_copies:
-            metadata.watch(control_driver.queue_controller, self)
+        self.keep_metadata_copies(metadata.RedisCopies(self))
         if self.retry_span_ms >= SHORTEST_TTL_MS:
             LOG.warning(
                 'The retry span of [%s] (%.1f s: (max_reconnect_attempts + '

@@ -10,7 +10,6 @@ from zaqar_delay import errors
 from zaqar_delay import retention as retention_mod
 from zaqar_delay import sticky
 from zaqar_delay.drivers.redis import keys
-from zaqar_delay.drivers.redis import metadata
 from zaqar_delay.drivers.redis import outbox
 from zaqar_delay.drivers.redis import wire
 
@@ -40,12 +39,6 @@ class MessageController(controller.MessageController):
     def __init__(self, driver):
         super().__init__(driver)
         self._run = driver.run_script
-
-    def queue_metadata(self, queue, project):
-        if not self.driver.keeps_metadata_copies:
-            return super().queue_metadata(queue, project)
-        return metadata.read(self.driver, queue, project, lambda: super(
-            MessageController, self).queue_metadata(queue, project))
 
     def _insert(self, queue, project, messages, client_uuid):
         self._store(queue, project, messages, client_uuid, new_ids=False)

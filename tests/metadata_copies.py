@@ -1,0 +1,31 @@
+"""Checks of a backend's queue metadata copies (zaqar_delay/metadata_copy.py)
+shared by the Redis and MongoDB tests: ``other`` is a second API node
+(its own driver and control driver) on the same stores as ``driver``."""
+
+import pytest
+from zaqar.storage import errors as storage_errors
+
+from tests.contract.helpers import claim, listed, post
+
+
+def a_metadata_change_applies_to_the_next_call_on_every_node(
+        driver, other, project):
+    driver.queue_controller.create('q', project=project)
+    post(other, 'q', project, 'a')   # the other node copies {} now
+    driver.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    post(other, 'q', project, 'b')
+    assert [m['body'] for m in listed(other, 'q', project)] == ['a']
+    driver.queue_controller.set_metadata('q', {'_message_group_key': 'g'},
+                                         project=project)
+    assert other.message_controller.policy('q', project).group_key == 'g'
+
+
+def a_queue_deleted_on_one_node_is_gone_on_the_next_call_of_another(
+        driver, other, project):
+    driver.queue_controller.create('q', project=project)
+    post(other, 'q', project, 'a')
+    driver.queue_controller.delete('q', project=project)
+    with pytest.raises(storage_errors.QueueDoesNotExist):
+        post(other, 'q', project, 'b')
+    assert claim(other, 'q', project) == (None, [])
