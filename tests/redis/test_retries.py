@@ -297,7 +297,7 @@ def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
     faults = [redis_py.exceptions.ConnectionError('reply lost')] + [
         redis_py.exceptions.BusyLoadingError('LOADING')] * 4
 
-    def guarded(call):
+    def guarded(call, kept_until=None):
         def faulty():
             if faults and isinstance(faults[0],
                                      redis_py.exceptions.BusyLoadingError):
@@ -306,7 +306,7 @@ def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
             if faults:
                 raise faults.pop(0)
             return result
-        return original(faulty)
+        return original(faulty, kept_until)
 
     monkeypatch.setattr(driver, 'guarded', guarded)
     popped = driver.message_controller.pop('q', 2, project=project)
@@ -323,10 +323,10 @@ def test_a_redis_loading_for_too_long_is_a_storage_error(driver, conf,
     driver.queue_controller.create('q', project=project)
     original = driver.guarded
 
-    def guarded(call):
+    def guarded(call, kept_until=None):
         def loading():
             raise redis_py.exceptions.BusyLoadingError('LOADING')
-        return original(loading)
+        return original(loading, kept_until)
 
     monkeypatch.setattr(driver, 'guarded', guarded)
     with pytest.raises(errors.BackendUnavailable, match='LOADING'):
