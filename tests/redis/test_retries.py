@@ -90,6 +90,21 @@ def test_a_retried_claim_does_not_spend_an_attempt(driver, project, clock,
     assert listed(driver, 'dlq', project) == []
 
 
+def test_a_retried_claim_whose_claim_ended_hands_out_nothing(
+        driver, project, clock, lose_next_reply):
+    # The reply is lost and the retry comes after the claim's ttl: the
+    # batch is no longer the caller's (others may claim it, or it went to
+    # the dead-letter queue), so the retry returns none of it.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+    lose_next_reply(lambda: clock.advance(31))
+    _, messages = claim(driver, 'q', project, limit=2, ttl=30)
+    assert messages == []
+    _, again = claim(driver, 'q', project, limit=10)
+    assert [(m['body'], m['claim_count']) for m in again] == [
+        ('a', 2), ('b', 2)]
+
+
 def test_a_retried_post_does_not_restore_a_deleted_message(
         driver, project, lose_next_reply):
     driver.queue_controller.create('q', project=project)
