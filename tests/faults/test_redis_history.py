@@ -41,7 +41,9 @@ REPLY_DROP_PROBABILITY = 0.02
 def restart(server):
     server.kill()
     time.sleep(0.3)
-    server.restart()
+    # Back once it has read its append-only file again, which grows over
+    # the run (seconds, on a loaded machine).
+    server.restart(timeout=120)
 
 
 def script_label(command, names):
