@@ -120,21 +120,25 @@ class RedisServer:
                                .format(self.port))
 
     def _answers_as_ours(self):
-        """Whether the server on our port is up and is our process (and
-        not one that another test run started there meanwhile)."""
+        """Whether the server on our port is up, done loading its data,
+        and is our process (and not one that another test run started
+        there meanwhile). INFO answers while Redis is still reading its
+        append-only file (every other command gets -LOADING), so its
+        ``loading`` field tells."""
         with socket.create_connection(('127.0.0.1', self.port),
                                       timeout=0.5) as sock:
-            sock.sendall(b'INFO server\r\n')
+            sock.sendall(b'INFO server persistence\r\n')
             reply = sock.recv(65536)
             if not reply.startswith(b'$'):
-                return False  # -LOADING: still reading its append-only file
+                return False
             header, _, body = reply.partition(b'\r\n')
             while len(body) < int(header[1:]):
                 chunk = sock.recv(65536)
                 if not chunk:
                     return False
                 body += chunk
-        return b'process_id:%d\r\n' % self.process.pid in body
+        return (b'process_id:%d\r\n' % self.process.pid in body
+                and b'\r\nloading:0\r\n' in body)
 
     def _port_taken(self):
         try:

@@ -10,7 +10,11 @@ It forwards bytes both ways and can
   a successful reply to one of ``drop_commands`` (EVALSHA/EVAL: our Lua
   scripts) it swallows that reply and closes the connection. Redis executed
   the command; the client only sees a broken connection. This is what a
-  retry after a lost reply looks like from inside the driver.
+  retry after a lost reply looks like from inside the driver;
+* drop the reply of the next such command that a test picks
+  (``drop_next_reply(matches, then)``, ``matches(command bytes)``), the
+  same way, and run ``then()`` (say, kill the server) before serving
+  anything else.
 
 Replies are forwarded only once complete (so a reply is either delivered
 whole or not at all); requests are forwarded as they arrive. One thread
@@ -19,6 +23,7 @@ serves every connection with ``selectors``.
     proxy = TcpProxy(upstream_port).start()
     proxy.port               # point the client here
     proxy.drop_reply_probability = 0.05
+    proxy.drop_next_reply(lambda command: b'pop' in command)
     proxy.counts             # {'connections': .., 'dropped_replies': ..}
     proxy.dropped            # [(time, command, swallowed reply), ...]
     proxy.errors             # the proxy's own failures (should be none)
@@ -121,6 +126,7 @@ class TcpProxy:
         self.upstream_port = upstream_port
         self.drop_commands = frozenset(drop_commands)
         self.drop_reply_probability = 0.0
+        self._drop_next = None
         self.port = None
         self.counts = collections.Counter()
         self.errors = []
@@ -161,6 +167,22 @@ class TcpProxy:
         """Close every open client connection (and its upstream)."""
         with self._lock:
             self._drop_all = True
+
+    def drop_next_reply(self, matches, then=lambda: None):
+        """Drop the reply of the next command of ``drop_commands`` for
+        which ``matches(command bytes)`` is true, once; then call
+        ``then()`` in the serving thread, before it serves anything
+        else (a client's retry waits in the listener's backlog)."""
+        with self._lock:
+            self._drop_next = (matches, then)
+
+    def _dropped_by_test(self, command):
+        """The ``then`` of drop_next_reply if ``command`` is the one."""
+        with self._lock:
+            if self._drop_next is None or not self._drop_next[0](command):
+                return None
+            then, self._drop_next = self._drop_next[1], None
+            return then
 
     def stop(self):
         self._stopping = True
@@ -258,13 +280,19 @@ class TcpProxy:
                 break
             name, command = pair.pending.popleft()
             is_error = pair.replies[offset:offset + 1] == b'-'
+            then = (self._dropped_by_test(command)
+                    if name in self.drop_commands and not is_error
+                    else None)
             if (name in self.drop_commands and not is_error
-                    and self._random.random() < self.drop_reply_probability):
+                    and (then is not None or self._random.random()
+                         < self.drop_reply_probability)):
                 pair.client.sendall(bytes(pair.replies[sent:offset]))
                 self.counts['dropped_replies'] += 1
                 self.dropped.append((time.time(), command,
                                      bytes(pair.replies[offset:end])))
                 self._close(pair)
+                if then is not None:
+                    then()
                 return
             offset = end
         if offset > sent:

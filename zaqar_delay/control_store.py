@@ -9,7 +9,8 @@ Redis stalled or restarting past the socket timeout, after redis-py's own
 retries: about 4 s) nor an error reply such as READONLY; its MongoDB
 driver re-raises AutoReconnect. Zaqar's transport answers anything that
 is not a storage error with a 500, so every such call of ours goes
-through :func:`reached`, which makes them a 503 the client may retry.
+through :func:`reached`, which makes the outages among them a 503 the
+client may retry.
 """
 
 import contextlib
@@ -24,8 +25,15 @@ from zaqar_delay import tally
 LOG = logging.getLogger(__name__)
 
 # The errors of the clients Zaqar's control drivers use that mean "the
-# store could not do it now": nothing our caller did wrong.
-FAULTS = (redis.exceptions.RedisError, pymongo.errors.ConnectionFailure)
+# store could not do it now": nothing our caller did wrong. redis-py's
+# ConnectionError covers LOADING (BusyLoadingError); READONLY is a
+# control Redis demoted to a replica (a failover). pymongo's
+# ConnectionFailure covers AutoReconnect, NotPrimaryError and its
+# timeouts. Any other error reply (a ResponseError such as WRONGTYPE)
+# is a mistake of ours or a damaged store, not an outage: it stays a
+# plain exception, which Zaqar answers with a 500.
+FAULTS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+          redis.exceptions.ReadOnlyError, pymongo.errors.ConnectionFailure)
 
 
 @contextlib.contextmanager

@@ -24,12 +24,10 @@ import uuid
 
 import pytest
 
-from tests.conftest import unavailable
 from tests.faults import harness
 from tests.faults import redis_faults
 from tests.faults import store_dump
 from tests.faults import workers
-from localstack import redis_server
 from localstack import tcp_proxy
 
 pytestmark = pytest.mark.slow
@@ -40,27 +38,12 @@ STALL_SECONDS = 1.2
 REPLY_DROP_PROBABILITY = 0.02
 
 
-@pytest.fixture
-def persistent_redis():
-    try:
-        server = redis_server.RedisServer(persistent=True).start()
-    except redis_server.RedisUnavailable as exc:
-        unavailable(str(exc))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def proxy(persistent_redis):
-    proxy = tcp_proxy.TcpProxy(persistent_redis.port).start()
-    yield proxy
-    proxy.stop()
-
-
 def restart(server):
     server.kill()
     time.sleep(0.3)
-    server.restart()
+    # Back once it has read its append-only file again, which grows over
+    # the run (seconds, on a loaded machine).
+    server.restart(timeout=120)
 
 
 def script_label(command, names):

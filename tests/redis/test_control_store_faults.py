@@ -17,7 +17,9 @@ import pytest
 import redis as redis_py
 
 from localstack import backends
+from localstack import redis_server
 from tests.contract.helpers import claim, post
+from zaqar_delay import control_store
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver
 
@@ -55,3 +57,36 @@ def test_a_stalled_control_store_fails_calls_with_a_storage_error(
     post(split_driver, 'q', project, 'b')
     _, messages = claim(split_driver, 'q', project)
     assert [m['body'] for m in messages] == ['b']
+
+
+def test_an_error_reply_of_the_control_store_is_not_an_outage(
+        split_driver, own_redis, project):
+    # A WRONGTYPE reply is a damaged store or a bug of ours, not a store
+    # that cannot answer now: it stays a plain error (Zaqar: 500), not a
+    # 503 that tells the client to retry the same thing.
+    from zaqar.storage.redis import utils as zaqar_utils
+    split_driver.queue_controller.create('q', project=project)
+    raw = redis_py.Redis.from_url(own_redis.url)
+    raw.delete(zaqar_utils.scope_queue_name('q', project))
+    raw.set(zaqar_utils.scope_queue_name('q', project), 'not a hash')
+    with pytest.raises(redis_py.exceptions.ResponseError,
+                       match='WRONGTYPE') as failed:
+        post(split_driver, 'q', project, 'a')
+    assert not isinstance(failed.value, errors.BackendUnavailable)
+
+
+def test_a_read_only_control_store_is_an_outage(own_redis):
+    # A control Redis demoted to a replica (a failover) answers READONLY:
+    # a 503, like a store that cannot be reached. (Zaqar's own control
+    # driver swallows an error reply to the queue creation of ours, so
+    # the write is sent here as our calls into it would send it.)
+    raw = redis_py.Redis.from_url(own_redis.url)
+    raw.replicaof('127.0.0.1', redis_server.free_port())
+    try:
+        with pytest.raises(errors.BackendUnavailable) as failed:
+            with control_store.reached():
+                raw.set('k', 'v')
+    finally:
+        raw.replicaof('NO', 'ONE')
+    assert isinstance(failed.value.__cause__,
+                      redis_py.exceptions.ReadOnlyError)

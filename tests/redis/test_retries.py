@@ -90,6 +90,21 @@ def test_a_retried_claim_does_not_spend_an_attempt(driver, project, clock,
     assert listed(driver, 'dlq', project) == []
 
 
+def test_a_retried_claim_whose_claim_ended_hands_out_nothing(
+        driver, project, clock, lose_next_reply):
+    # The reply is lost and the retry comes after the claim's ttl: the
+    # batch is no longer the caller's (others may claim it, or it went to
+    # the dead-letter queue), so the retry returns none of it.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+    lose_next_reply(lambda: clock.advance(31))
+    _, messages = claim(driver, 'q', project, limit=2, ttl=30)
+    assert messages == []
+    _, again = claim(driver, 'q', project, limit=10)
+    assert [(m['body'], m['claim_count']) for m in again] == [
+        ('a', 2), ('b', 2)]
+
+
 def test_a_retried_post_does_not_restore_a_deleted_message(
         driver, project, lose_next_reply):
     driver.queue_controller.create('q', project=project)
@@ -297,7 +312,7 @@ def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
     faults = [redis_py.exceptions.ConnectionError('reply lost')] + [
         redis_py.exceptions.BusyLoadingError('LOADING')] * 4
 
-    def guarded(call):
+    def guarded(call, kept_until=None):
         def faulty():
             if faults and isinstance(faults[0],
                                      redis_py.exceptions.BusyLoadingError):
@@ -306,7 +321,7 @@ def test_a_pop_waits_out_a_loading_redis_and_returns_its_batch(
             if faults:
                 raise faults.pop(0)
             return result
-        return original(faulty)
+        return original(faulty, kept_until)
 
     monkeypatch.setattr(driver, 'guarded', guarded)
     popped = driver.message_controller.pop('q', 2, project=project)
@@ -323,10 +338,10 @@ def test_a_redis_loading_for_too_long_is_a_storage_error(driver, conf,
     driver.queue_controller.create('q', project=project)
     original = driver.guarded
 
-    def guarded(call):
+    def guarded(call, kept_until=None):
         def loading():
             raise redis_py.exceptions.BusyLoadingError('LOADING')
-        return original(loading)
+        return original(loading, kept_until)
 
     monkeypatch.setattr(driver, 'guarded', guarded)
     with pytest.raises(errors.BackendUnavailable, match='LOADING'):

@@ -36,9 +36,15 @@ max_reconnect_attempts = cfg.IntOpt(
          'or a timeout before it fails. This is the only retry: redis-py\'s '
          'own retries are turned off. A retried operation has the effect of '
          'one: a claim or pop keeps its result for the whole retry span '
-         '((attempts + 1) x socket_timeout plus the reconnect sleeps), and '
-         'a post skips ids that exist or that were deleted within '
-         'deleted_id_memory.')
+         '((attempts + 1) x socket_timeout plus the reconnect sleeps plus '
+         'loading_wait plus 10 s), and a post skips ids that exist or that '
+         'were deleted within deleted_id_memory. A claim or pop whose '
+         'outcome is in doubt (a timeout, or a connection lost after it was '
+         'sent: it may have taken its batch) is retried, with the same '
+         'sleeps, until its kept result would be gone (the retry span less '
+         '10 s and one socket_timeout: 31.4 s with the defaults) rather '
+         'than this many times, so that it does not answer 503 for a batch '
+         'it took.')
 
 reconnect_sleep = cfg.FloatOpt(
     'reconnect_sleep', default=0.2, min=0.0, max=10.0,

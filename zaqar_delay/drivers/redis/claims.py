@@ -36,7 +36,7 @@ class ClaimController(controller.ClaimController):
             '' if policy.dead_letter_ttl is None else policy.dead_letter_ttl,
             self.driver.retry_span_ms, self.driver.deleted_id_memory_ms,
             *messages.retention_args(policy.retention),
-            policy.client or '', policy.sticky * 1000)
+            policy.client or '', policy.sticky * 1000, keeps_result=True)
         try:
             outbox.transfer(self.driver, queue, project,
                             [wire.text(mid) for mid in dead])

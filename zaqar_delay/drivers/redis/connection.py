@@ -1,5 +1,6 @@
 """Redis client construction and the one place Redis faults are handled."""
 
+import os
 import time
 from urllib import parse
 
@@ -192,7 +193,32 @@ def _given_up(exc):
     return errors.BackendUnavailable(backend='Redis', reason=exc)
 
 
-def guarded(call, attempts, sleep, loading_wait=0.0):
+# Functions of redis-py that open a connection (or hand one out of the
+# pool): a failure raised under one of them came before the command was
+# sent, so it did not run.
+_CONNECTING = frozenset(('connect', 'connect_check_health', '_connect',
+                         'connect_to', '_connect_retry', 'on_connect',
+                         'on_connect_check_health', 'get_connection'))
+_REDIS_PACKAGE = os.path.dirname(redis.__file__)
+
+
+def maybe_ran(exc):
+    """Whether the command may have run before ``exc``: a timeout or a lost
+    connection after it was sent. A failure to connect, and the Cluster
+    answers that say the command did not run, leave no doubt."""
+    if not isinstance(exc, UNREACHABLE):
+        return False
+    trace = exc.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        if code.co_name in _CONNECTING and code.co_filename.startswith(
+                _REDIS_PACKAGE):
+            return False
+        trace = trace.tb_next
+    return True
+
+
+def guarded(call, attempts, sleep, loading_wait=0.0, kept_until=None):
     """Run ``call()``; retry lost connections, then raise Zaqar's error.
 
     A retry after a lost reply has the effect of one call: posts carry
@@ -205,8 +231,31 @@ def guarded(call, attempts, sleep, loading_wait=0.0):
     the call waits up to ``loading_wait`` seconds more without using up its
     attempts: giving up then would fail a call whose lost first run may
     have taken a batch that the retry would return.
+
+    A call that keeps its result (a claim or pop) gives ``kept_until``:
+    the ``time.monotonic()`` after which a retry could arrive once its
+    result is gone. Once one of its attempts timed out or lost its
+    connection after sending (its outcome is in doubt: it may have taken a
+    batch), it is retried, with the same backoff, until then rather than
+    ``attempts`` times: answering 503 while its result is still kept
+    would lose the batch it took.
     """
-    attempt, loading_until = 0, None
+    attempt, loading_until, in_doubt = 0, None, False
+
+    def out_of_time():
+        if in_doubt:
+            return time.monotonic() >= kept_until
+        return attempt == attempts
+
+    def back_off(exc):
+        nonlocal attempt
+        tally.count(tally.RETRY, 'redis', exc)
+        pause = sleep * (2 ** attempt)
+        if in_doubt:
+            pause = max(0.0, min(pause, kept_until - time.monotonic()))
+        time.sleep(pause)
+        attempt += 1
+
     while True:
         try:
             return call()
@@ -216,29 +265,29 @@ def guarded(call, attempts, sleep, loading_wait=0.0):
             if loading_until is None:
                 loading_until = now + loading_wait
                 tally.count(tally.RETRY, 'redis', exc)
-            if now < loading_until:
-                time.sleep(min(LOADING_POLL, loading_until - now))
+            wait_until = kept_until if in_doubt else loading_until
+            if now < wait_until:
+                time.sleep(min(LOADING_POLL, wait_until - now))
                 continue
             if isinstance(exc, redis.exceptions.BusyLoadingError):
                 LOG.error('Redis still loading after %.1f s: %s',
                           loading_wait, exc)
                 raise _given_up(exc)
             # Still CLUSTERDOWN after the wait: retried like the rest.
-            if attempt == attempts:
+            if out_of_time():
                 LOG.error('Redis Cluster down after %.1f s and %d attempts: '
                           '%s', loading_wait, attempt + 1, exc)
                 raise _given_up(exc)
-            tally.count(tally.RETRY, 'redis', exc)
-            time.sleep(sleep * (2 ** attempt))
-            attempt += 1
+            back_off(exc)
         except (*RETRIED, redis.exceptions.RedisClusterException) as exc:
-            if attempt == attempts or not _retried(exc):
-                LOG.error('Redis unavailable after %d attempts: %s',
-                          attempt + 1, exc)
+            in_doubt = in_doubt or (kept_until is not None
+                                    and maybe_ran(exc))
+            if out_of_time() or not _retried(exc):
+                LOG.error('Redis unavailable after %d attempts%s: %s',
+                          attempt + 1, ' (outcome in doubt)' if in_doubt
+                          else '', exc)
                 raise _given_up(exc)
-            tally.count(tally.RETRY, 'redis', exc)
-            time.sleep(sleep * (2 ** attempt))
-            attempt += 1
+            back_off(exc)
         except redis.exceptions.ResponseError as exc:
             LOG.error('Redis refused an operation: %s', exc)
             raise _given_up(exc)

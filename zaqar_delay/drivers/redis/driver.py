@@ -1,6 +1,7 @@
 """The Redis data driver (``message_store = delay.redis``)."""
 
 import itertools
+import time
 from urllib import parse
 
 from oslo_log import log as logging
@@ -89,11 +90,21 @@ class DataDriver(base.DataDriver):
         the Redis clock; ``None`` restores the Redis clock."""
         self.scripts.clock = clock
 
-    def guarded(self, call):
+    def guarded(self, call, kept_until=None):
         return connection.guarded(call,
                                   self.store_conf.max_reconnect_attempts,
                                   self.store_conf.reconnect_sleep,
-                                  self.store_conf.loading_wait)
+                                  self.store_conf.loading_wait, kept_until)
+
+    def result_kept_until(self):
+        """For a call starting now that keeps its result for the retry
+        span (claim.lua): the monotonic time after which a retry could
+        reach Redis once that result is gone. Its last attempt starts no
+        later than a call's last attempt within its reconnect attempts
+        and loading wait could, so its request has the same margin."""
+        return time.monotonic() + (
+            self.retry_span_ms - RETRY_MARGIN_MS) / 1000 - \
+            self.store_conf.socket_timeout
 
     def __init__(self, conf, cache, control_driver):
         super().__init__(conf, cache, control_driver)
@@ -126,16 +137,22 @@ class DataDriver(base.DataDriver):
     def on_cluster(self):
         return connection.uri_is_cluster(self.store_conf.uri)
 
-    def run_script(self, name, queue, project, *args, client=None):
+    def run_script(self, name, queue, project, *args, client=None,
+                   keeps_result=False):
         return self.run_attempts(name, queue, project, lambda first: args,
-                                 client=client)
+                                 client=client, keeps_result=keeps_result)
 
-    def run_attempts(self, name, queue, project, args_of, client=None):
+    def run_attempts(self, name, queue, project, args_of, client=None,
+                     keeps_result=False):
         """Run a script with the ARGV ``args_of(first)`` gives: ``first``
         is True on the first attempt only, False on every retry of the
         call (after a lost connection or reply), so a script can skip
-        work that only a retried call needs."""
+        work that only a retried call needs. ``keeps_result``: the script
+        keeps its result for the retry span (claim, pop), so a call whose
+        outcome is in doubt is retried as long as that result lasts
+        (connection.guarded)."""
         attempts = itertools.count()
+        kept_until = self.result_kept_until() if keeps_result else None
 
         def run(client):
             return self.scripts.run(name, queue, project,
@@ -144,10 +161,10 @@ class DataDriver(base.DataDriver):
         if client is not None:
             return run(client)
         if self.store_conf.replica_acks:
-            return self.pipelined(run)[0]
-        return self.guarded(lambda: run(None))
+            return self.pipelined(run, kept_until)[0]
+        return self.guarded(lambda: run(None), kept_until)
 
-    def pipelined(self, fill):
+    def pipelined(self, fill, kept_until=None):
         """Send the commands ``fill(pipe)`` queues in one round trip.
 
         Not a MULTI transaction: each queued command is a script or a
@@ -174,7 +191,7 @@ class DataDriver(base.DataDriver):
                                 'anyway', confirmed, acks,
                                 self.store_conf.replica_ack_timeout)
             return results
-        return self.guarded(send)
+        return self.guarded(send, kept_until)
 
     def register_queue(self, queue, project):
         self.guarded(lambda: self.connection.sadd(

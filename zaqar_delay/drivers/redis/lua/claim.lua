@@ -38,7 +38,19 @@ local dlq_ttl = ARGV[11]
 local result_key = Q .. ':r:' .. cid
 
 local kept = redis.call('GET', result_key)
-if kept then return cmsgpack.unpack(kept) end
+if kept then
+  kept = cmsgpack.unpack(kept)
+  -- A claim's batch is its caller's only while the claim lasts. A retry
+  -- that comes after the claim ended (its reply lost, Redis away) hands
+  -- out nothing: the messages are claimable again or dead letters, and a
+  -- caller that got them would delete what it no longer holds (a dead
+  -- letter already moved is "already deleted", its copy handed out again).
+  local ends = not pop and redis.call('HGET', ckey(cid), 'e')
+  if not pop and not (ends and tonumber(ends) > NOW) then
+    return {NOW, {}, kept[3]}
+  end
+  return kept
+end
 
 refresh(2 * limit)
 use_retention(ARGV[14], ARGV[15], ARGV[16])
