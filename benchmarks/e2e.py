@@ -345,7 +345,7 @@ def main(argv=None):
         shutil.rmtree(directory, ignore_errors=True)
     print('\n#### targets (issue 21)')
     for text, value, met in targets(empty, delayed, args.delayed):
-        print('{:<66} {:>7.2f}  {}'.format(text, value,
+        print('{:<66} {:>7.3f}  {}'.format(text, value,
                                            'met' if met else 'NOT met'))
 
 
