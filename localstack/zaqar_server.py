@@ -115,7 +115,10 @@ class ZaqarServer:
     """``zaqar-server --config-file zaqar.conf`` in its own process."""
 
     def __init__(self, redis_url, message_store='delay.redis',
-                 store_options=None, **config):
+                 store_options=None, environment=None, **config):
+        # ``environment``: variables added to the server's (for example a
+        # PYTHONPATH that registers a benchmark's own store).
+        self.environment = environment
         self.workdir = tempfile.mkdtemp(prefix='zd-zaqar-')
         self.port = free_port()
         self.config = write_config(self.workdir, redis_url, self.port,
@@ -132,7 +135,8 @@ class ZaqarServer:
         self.log = open(os.path.join(self.workdir, 'zaqar.log'), 'wb')
         self.process = subprocess.Popen(
             [binary, '--config-file', self.config], stdout=self.log,
-            stderr=subprocess.STDOUT)
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, **self.environment or {}))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
