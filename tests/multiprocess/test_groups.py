@@ -8,6 +8,8 @@ group moved meanwhile keeps these rules across both queues.
 On Swift the group rules hold up to the bounded windows of
 docs/swift.md, which a test of this size does not hit."""
 
+import collections
+
 import pytest
 
 from tests.multiprocess import helpers
@@ -120,6 +122,8 @@ def test_consumers_racing_producers_keep_each_group_in_order(
         team, 'q', project, [(rounds * len(g), len(g), g) for g in groups],
         [plan] * consumers, plan)
     assert problems == []
+    counts = collections.Counter(h.id for h in handouts)
+    assert max(counts.values()) == 1, 'a message was delivered twice'
     check_groups(handouts, [workers.bodies_of(p, rounds * len(g), g)
                             for p, g in enumerate(groups)],
                  [[mid for mid, _ in ids] for ids in posted], 60)
