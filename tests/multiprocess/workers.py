@@ -29,7 +29,7 @@ Handout = collections.namedtuple('Handout', (
 class Plan:
     """How a consumer claims and when it stops: after ``idle_rounds``
     empty claims in a row once the producers are done (and, with
-    ``until_empty``, the stats count nothing: an abandoned claim's
+    ``until_empty``, the stats then count nothing: an abandoned claim's
     messages count until deleted), or after ``give_up_s``; ``pause``
     seconds after each empty claim. Every ``abandon_every``-th claim is
     left to expire, as a crashed consumer's would. With
@@ -92,10 +92,13 @@ def consume(driver, queue, project, plan, posted_all, results):
         got = list(got)
         ended = time.monotonic()
         if not got:
-            settled = posted_all.is_set() and not (
-                plan.until_empty
-                and messages.stats(queue, project)['messages']['total'])
-            idle = idle + 1 if settled else 0
+            idle = idle + 1 if posted_all.is_set() else 0
+            # Stats only once a run of empty claims would end the loop:
+            # on Swift they list the queue, and a grouped queue answers
+            # many empty claims while other consumers hold its groups.
+            if idle >= plan.idle_rounds and plan.until_empty and (
+                    messages.stats(queue, project)['messages']['total']):
+                idle = 0
             time.sleep(plan.pause)
             continue
         idle, claims = 0, claims + 1
