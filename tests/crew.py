@@ -29,6 +29,21 @@ def _logged(path, target, args):
     target(*args)
 
 
+def next_result(results, timeout, check, report):
+    """The next item of ``results``, calling ``check`` (which raises when
+    a worker failed) while it waits; fails after ``timeout`` seconds
+    without an item, with ``report()``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        check()
+        try:
+            return results.get(timeout=POLL_S)
+        except queue.Empty:
+            if time.monotonic() >= deadline:
+                raise WorkerFailed('no result from the workers within '
+                                   '{} s\n{}'.format(timeout, report()))
+
+
 class Crew:
     """Spawned workers (``spawn``: nothing inherited from pytest's
     process) whose stderr goes to a file each in ``log_dir``."""
@@ -55,17 +70,8 @@ class Crew:
     def get(self, results, timeout):
         """The next item of ``results``; fails as soon as a worker has
         exited non-zero, or after ``timeout`` seconds without an item."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.check()
-            try:
-                return results.get(timeout=POLL_S)
-            except queue.Empty:
-                if time.monotonic() >= deadline:
-                    raise WorkerFailed('no result from the workers within '
-                                       '{} s\n{}'.format(
-                                           timeout, self._report(
-                                               self._workers)))
+        return next_result(results, timeout, self.check,
+                           lambda: self._report(self._workers))
 
     def check(self):
         failed = [(p, path) for p, path in self._workers

@@ -2,8 +2,14 @@ from localstack import backends
 
 
 def make_driver(request, conf):
+    return driver_for(request.getfixturevalue('redis_url'), conf)
+
+
+def driver_for(redis_url, conf=None):
+    """A data driver on the redis-server at ``redis_url``, which holds its
+    control store too."""
     from zaqar_delay.drivers.redis import driver
-    redis_url = request.getfixturevalue('redis_url')
+    conf = conf or backends.make_conf()
     conf.set_override('uri', redis_url.replace('redis://', 'delay.redis://'),
                       group='drivers:message_store:delay.redis')
     return driver.DataDriver(conf, None,

@@ -1,16 +1,13 @@
 """Persistent consumers on MongoDB (issue 11): the layout (state in the
-subscription document, the read-by-all floor in the counter), updates
-under concurrency, expiry with the subscription, and read-by-all while
-a producer, two consumers and a cleaner run (threads on mongomock,
-processes on a real server)."""
+subscription document, the read-by-all floor in the counter), an update
+racing a delete, expiry with the subscription. Updates under
+concurrency and read-by-all while producers, consumers and cleaners run
+are in tests/multiprocess/test_consumers.py."""
 
 import uuid
 
-import pytest
-
 from tests.contract.helpers import bodies, listed, post
 from tests.contract.test_retention import operator
-from tests.mongodb import workers
 from tests.mongodb.test_races import before_call
 from zaqar_delay import consumers
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
@@ -112,22 +109,6 @@ def test_an_update_racing_a_delete_does_not_bring_the_consumer_back(
     assert driver.message_controller.list_consumers(queue, project)[1] == []
 
 
-@pytest.mark.usefixtures('busy_switching')
-def test_concurrent_updates_only_move_forward_and_add_up(driver, make_queue,
-                                                         project, real):
-    queue = make_queue()
-    consume_id, _ = subscribe(driver, queue, project)
-    # Each worker sends its values out of order; the highest wins.
-    jobs = [('consumer_updates',
-             (queue, project, consume_id,
-              list(range(w, 200, 4))[::-1 if w % 2 else 1]))
-            for w in range(4)]
-    sent = sum(workers.run_mixed(jobs, driver, real))
-    found = driver.message_controller.list_consumers(queue, project)[1]
-    assert [(c.cursor, c.handed, c.lost) for c in found] == [(199, 199,
-                                                              sent)]
-
-
 @operator(consumers_required=0)
 def test_read_all_never_covers_later_posts(driver, make_queue, project):
     queue = make_queue()
@@ -162,34 +143,3 @@ def test_cleanup_removes_what_all_read_in_bounded_batches(
         fields.queue_filter(queue, project)) == 2
     stats = driver.message_controller.stats(queue, project)
     assert stats['retention']['removed'] == 10
-
-
-@pytest.mark.usefixtures('busy_switching')
-def test_read_by_all_with_a_producer_two_consumers_and_a_cleaner(
-        driver, make_queue, project, real):
-    # Two producers: their posts may store positions out of order, and
-    # no consumer passes a post still storing (reservations.py).
-    queue = make_queue({'_retention': {'consumers_required': 2}})
-    first, _ = subscribe(driver, queue, project)
-    second, _ = subscribe(driver, queue, project)
-    jobs = [('produce', (queue, project, 60)),
-            ('produce', (queue, project, 60)),
-            ('read_feed', (queue, project, first, 120)),
-            ('read_feed', (queue, project, second, 120)),
-            ('clean_rounds', (queue, project, 120, 5))]
-    results = workers.run_mixed(jobs, driver, real)
-    posted = results[0] + results[1]
-    # No message was removed before both acknowledged it: each got all
-    # of them once and lost none.
-    for got in results[2:4]:
-        assert sorted(got) == sorted(posted) and len(got) == len(posted)
-    found = driver.message_controller.list_consumers(queue, project)[1]
-    assert [c.lost for c in found] == [0, 0]
-    # None is returned after: both acknowledged everything.
-    assert bodies(listed(driver, queue, project, include_claimed=True,
-                         include_delayed=True)) == []
-    driver.message_controller.clean(queue, project, 1000)
-    assert driver.messages.raw.count_documents(
-        fields.queue_filter(queue, project)) == 0
-    assert driver.message_controller.stats(
-        queue, project)['retention']['removed'] == len(posted)

@@ -1,6 +1,8 @@
-"""Competing consumers on a grouped queue: per-group order, and at most
-one message of a group in flight at any instant. Threads on mongomock,
-spawned processes on a real server (ZAQAR_DELAY_TEST_MONGODB_URI)."""
+"""Concurrent advances of one headless group promote exactly one head,
+and sticky consumers each keep their groups (MongoDB only for now).
+Threads on mongomock, spawned processes on a real server
+(ZAQAR_DELAY_TEST_MONGODB_URI). The group rules under competing
+consumers on every backend are in tests/multiprocess/test_groups.py."""
 
 import collections
 import itertools
@@ -31,35 +33,6 @@ def check_groups(records, posted, groups, per_group):
         for (_, done, n), (got, _, m) in zip(held, held[1:]):
             # The next one was handed out only after this one was done.
             assert got >= done, (group, n, m)
-
-
-def test_competing_consumers_keep_each_group_in_order(driver, project,
-                                                     real):
-    driver.queue_controller.create('q', metadata=GROUPED, project=project)
-    groups = ['a', 'b', 'c', 7, 'e']
-    posted = workers.produce_grouped(driver, 'q', project, groups, 12)
-    results = workers.run_all('consume_grouped', 6, driver, ('q', project),
-                              real)
-    check_groups(list(itertools.chain(*results)), posted, groups, 12)
-    assert driver.messages.raw.count_documents(
-        fields.queue_filter('q', project)) == 0
-
-
-def test_consumers_racing_posters_keep_each_group_in_order(driver, project,
-                                                          real):
-    """Posters and consumers at once: each group is posted by one poster,
-    so its posting order is defined."""
-    driver.queue_controller.create('q', metadata=GROUPED, project=project)
-    posters = [(['p%d-%d' % (i, g) for g in range(3)], 10)
-               for i in range(3)]
-    # Each poster posts its own groups; consumers start together.
-    results = workers.run_mixed(
-        [('produce_grouped', ('q', project) + poster) for poster in posters]
-        + [('consume_grouped', ('q', project, 40))] * 5, driver, real)
-    posted = list(itertools.chain(*results[:3]))
-    records = list(itertools.chain(*results[3:]))
-    check_groups(records, posted,
-                 list(itertools.chain(*[p[0] for p in posters])), 10)
 
 
 def test_sticky_consumers_each_keep_their_groups(driver, project, real):
@@ -94,22 +67,3 @@ def test_concurrent_advances_promote_exactly_one_head(driver, project,
         fields.queue_filter('q', project)))
     assert [doc['_id'] for doc in stored if 'h' in doc] == [ids[1]]
     assert sorted(doc['s'] for doc in stored) == ['b'] * 18 + ['r']
-
-
-def test_moving_a_group_under_competing_consumers(driver, project, real):
-    """A group moved while consumers work both queues: every message is
-    handed out once, in order, never two of the group at once."""
-    for name in ('q', 't'):
-        driver.queue_controller.create(name, metadata=GROUPED,
-                                       project=project)
-    posted = workers.produce_grouped(driver, 'q', project, ['a', 'b'], 15)
-    results = workers.run_mixed(
-        [('move_when_free', ('q', project, 'a', 't'))]
-        + [('consume_grouped', ('q', project, 40))] * 3
-        + [('consume_grouped', ('t', project, 400))] * 2, driver, real)
-    moved, records = results[0], list(itertools.chain(*results[1:]))
-    assert moved is not None
-    check_groups(records, posted, ['a', 'b'], 15)
-    in_target = {r[2] for r in itertools.chain(*results[4:])}
-    assert len(in_target) == moved
-    assert {r[0] for r in itertools.chain(*results[4:])} <= {'a'}

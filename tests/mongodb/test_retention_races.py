@@ -1,17 +1,13 @@
 """MongoDB retention under concurrency.
 
 Forced interleavings (as test_races.py): a second operation runs at the
-exact point between a cleaner's finding and its delete. Then a stress
-run: producers overflow a length-bounded queue while consumers claim and
-two cleaners run (threads on mongomock, processes on a real server).
-Each consumer reads the queue's length floor before each claim: no claim
-may return a message below it (one that had already fallen out).
+exact point between a cleaner's finding and its delete. The stress run
+(producers overflowing a length-bounded queue while consumers claim and
+two cleaners run, no claim returning a message below the length floor)
+is in tests/multiprocess/test_retention.py.
 """
 
-import pytest
-
 from tests.contract.helpers import bodies, claim, listed, post
-from tests.mongodb import workers
 from tests.mongodb.test_races import before_call, before_hand_out
 from zaqar_delay import retention
 from zaqar_delay import rules
@@ -111,30 +107,3 @@ def test_a_claim_racing_a_removal_never_gets_a_removed_message(
     assert fired
     assert got == ['d']
     assert removed(driver, queue, project) == 3
-
-
-@pytest.mark.usefixtures('busy_switching')
-def test_overflowing_producers_consumers_and_two_cleaners(driver, project,
-                                                          make_queue, real):
-    queue = make_queue({'_retention': {'length': 20}})
-    jobs = ([('produce', (queue, project, 150))] * 2
-            + [('consume_checked', (queue, project))] * 3
-            + [('clean_rounds', (queue, project, 150))] * 2)
-    results = workers.run_mixed(jobs, driver, real)
-    posted = results[0] + results[1]
-    handed = [row for got in results[2:5] for row in got]
-    consumed = [mid for mid, _, _ in handed]
-    assert all(there for _, there, _ in handed), (
-        'retention removed a message while it was claimed')
-    assert all(kept for _, _, kept in handed), (
-        'a claim returned a message that had fallen out before it began')
-    assert len(consumed) == len(set(consumed)), 'a message consumed twice'
-    driver.message_controller.clean(queue, project, 1000)
-    left = [doc['_id'] for doc in driver.messages.raw.find(
-        fields.queue_filter(queue, project))]
-    assert len(left) <= 20
-    assert not set(left) & set(consumed)
-    assert set(left) | set(consumed) <= set(posted)
-    # Every message was consumed, removed (and counted once) or is there.
-    assert removed(driver, queue, project) == (
-        len(posted) - len(consumed) - len(left))

@@ -1,5 +1,8 @@
-"""Workers for the concurrency tests: threads on mongomock (one process
-holds the fake server), spawned processes on a real server."""
+"""Workers for the MongoDB-only races (a group's concurrent advances,
+posts racing a persistent consumer past the post horizon): threads on
+mongomock (one process holds the fake server), spawned processes on a
+real server. The multi-process suite of every backend is
+tests/multiprocess."""
 
 import queue as queue_module
 import shutil
@@ -57,33 +60,6 @@ def produce_retried(driver, queue, project, count):
     return ids
 
 
-def consume(driver, queue, project, idle_rounds=3):
-    """Claim until the queue stays empty; return (message id, claim id)."""
-    return claim_until_idle(driver, queue, project, idle_rounds,
-                            lambda claim_id, message, _: (message['id'],
-                                                          claim_id))
-
-
-def claim_until_idle(driver, queue, project, idle_rounds, handle,
-                     pause=0.0, before=None):
-    """Claim 3 at a time until ``idle_rounds`` claims in a row get
-    nothing; ``handle(claim id, message, seen)`` for each message got,
-    ``seen`` being what ``before()`` returned just before that claim."""
-    out, idle = [], 0
-    while idle < idle_rounds:
-        seen = before() if before else None
-        claim_id, messages = driver.claim_controller.create(
-            queue, {'ttl': 300, 'grace': 0}, project=project, limit=3)
-        messages = list(messages)
-        if not messages:
-            idle += 1
-            time.sleep(pause)
-            continue
-        idle = 0
-        out += [handle(claim_id, message, seen) for message in messages]
-    return out
-
-
 def produce_grouped(driver, queue, project, groups, per_group):
     """Post ``per_group`` messages to each of ``groups``, interleaved, in
     batches of 7; returns the ids in posting order."""
@@ -135,52 +111,6 @@ def consume_sticky(driver, queue, project, client, idle_rounds=5):
             driver, queue, project, idle_rounds)]
 
 
-def consume_checked(driver, queue, project, idle_rounds=5):
-    """Claim, check each message is still there while claimed, then
-    acknowledge it. Returns (message id, still there, kept) per message:
-    ``kept`` is False if the message was beyond the queue's length floor
-    before the claim that returned it began (it had fallen out)."""
-    from zaqar.storage import errors as storage_errors
-    from zaqar_delay.drivers.mongodb import fields
-
-    def floor():
-        counter = driver.counters.find_one(
-            fields.queue_filter(queue, project), {fields.LENGTH_FLOOR: 1})
-        return (counter or {}).get(fields.LENGTH_FLOOR, 0)
-
-    def check_and_ack(claim_id, message, floor_before):
-        try:
-            driver.message_controller.get(queue, message['id'],
-                                          project=project)
-            there = True
-        except storage_errors.MessageDoesNotExist:
-            there = False
-        driver.message_controller.delete(queue, message['id'],
-                                         project=project, claim=claim_id)
-        return message['id'], there, message.position >= floor_before
-
-    return claim_until_idle(driver, queue, project, idle_rounds,
-                            check_and_ack, pause=0.002, before=floor)
-
-
-def clean_rounds(driver, queue, project, rounds, batch=7):
-    """Run ``rounds`` retention cleanups; how many this cleaner removed."""
-    removed = 0
-    for _ in range(rounds):
-        removed += driver.message_controller.clean(queue, project, batch)[0]
-        time.sleep(0.001)
-    return removed
-
-
-def consumer_updates(driver, queue, project, consume_id, acks):
-    """Update one persistent consumer once per value of ``acks`` (as
-    cursor and handed, one lost each); how many updates were sent."""
-    for ack in acks:
-        driver.message_controller._consumer_update(queue, project,
-                                                   consume_id, ack, ack, 1)
-    return len(acks)
-
-
 def read_feed(driver, queue, project, consume_id, total, rounds=20000,
               limit=5, all_stored=False):
     """List as persistent consumer ``consume_id``, ``limit`` at a time,
@@ -207,19 +137,6 @@ def read_feed(driver, queue, project, consume_id, total, rounds=20000,
                                         marker=marker, limit=1,
                                         client_uuid=consume_id))
     return got
-
-
-def move_when_free(driver, queue, project, group, target, tries=2000):
-    """Move ``group`` to ``target`` once its head is not claimed; the
-    number moved (None if it never got the chance)."""
-    from zaqar_delay import errors
-    for _ in range(tries):
-        try:
-            return driver.message_controller.move_group(
-                queue, group, target, project=project)
-        except errors.GroupInFlight:
-            time.sleep(0.0005)
-    return None
 
 
 def advance_group(driver, queue, project, group):

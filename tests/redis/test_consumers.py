@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.redis import workers
+from localstack.factories import redis as redis_factory
 from localstack.redis_server import RedisServer
 
 from tests.contract.helpers import bodies, claim, listed, post
@@ -331,7 +331,7 @@ def test_a_deleted_queue_sets_its_consumers_back_to_the_start(driver,
 def test_the_cursor_survives_a_redis_restart(project):
     server = RedisServer(persistent=True).start()
     try:
-        driver = workers.make_driver(server.url)
+        driver = redis_factory.driver_for(server.url)
         make_queue(driver, project)
         subscribe(driver, project, A)
         post(driver, 'q', project, *range(5))
@@ -339,7 +339,7 @@ def test_the_cursor_survives_a_redis_restart(project):
         page(driver, project, A, marker=marker, limit=1)
         driver.close()
         server.restart()
-        driver = workers.make_driver(server.url)
+        driver = redis_factory.driver_for(server.url)
         got, _ = page(driver, project, A)
         assert bodies(got) == [2, 3, 4]
         driver.close()
