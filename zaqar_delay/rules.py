@@ -188,6 +188,9 @@ class NewMessage:
     # A backend stamps created = now - age_ms and counts ttl (expires) and
     # delay (d) from created.
     age_ms: int = 0
+    # Its queue pins groups to clients (``_message_group_sticky``): a new
+    # head of its group may have to take over the group's pin.
+    sticky: bool = False
 
 
 def effective_delay(message, policy, max_delay):
@@ -282,7 +285,8 @@ def prepare_messages(messages, policy, max_delay, max_ttl, checksum=False):
             body_json=body_json,
             group=group_of(body, policy),
             checksum=(storage_utils.get_checksum(message['body'])
-                      if checksum else None)))
+                      if checksum else None),
+            sticky=bool(policy.sticky)))
     return prepared
 
 
@@ -298,7 +302,8 @@ def carried_message(message_id, body, ttl, delay, age_ms, policy,
                            separators=(',', ':'))
     return NewMessage(id=message_id, ttl=ttl, delay=delay, body=body,
                       body_json=body_json, group=group_or_none(body, policy),
-                      checksum=checksum, age_ms=age_ms)
+                      checksum=checksum, age_ms=age_ms,
+                      sticky=bool(policy.sticky))
 
 
 def _storable_body(index, body):

@@ -190,3 +190,35 @@ def test_a_delete_by_a_client_off_sticky_groups_sends_no_extra_request(
             mc.delete(queue, ids[1], project=project)
     assert len(with_client) == len(without_client), (with_client,
                                                      without_client)
+
+
+def test_only_a_pinned_head_makes_its_successor_look_up_the_pin(
+        driver, make_queue, project, monkeypatch):
+    """Posting to a group and deleting its head (which promotes the next
+    member) cost no `pins` lookup on a queue that is not sticky; on a
+    sticky one the successor takes the pin over."""
+    looked_up = []
+    original = pins.head_pin
+
+    def head_pin(*args):
+        looked_up.append(args[3])
+        return original(*args)
+
+    monkeypatch.setattr(pins, 'head_pin', head_pin)
+    for metadata, client, looks_up in (({'_message_group_key': 'g'}, None,
+                                        False),
+                                       (STICKY, ALICE, True)):
+        queue = make_queue(metadata)
+        post(driver, queue, project, msg('a', 1), msg('a', 2))
+        if client is None:
+            claim_id, got = claim(driver, queue, project)
+            driver.message_controller.delete(
+                queue, got[0]['id'], project=project, claim=claim_id)
+        else:
+            claim_id, got = claim_as(client, driver, queue, project)
+            delete_as(client, driver, queue, project, got, claim_id)
+        assert bool(looked_up) == looks_up, (metadata, looked_up)
+        looked_up.clear()
+    # The sticky group's next member went to its client only.
+    assert claim_as(BOB, driver, queue, project)[1] == []
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']

@@ -40,11 +40,14 @@ ADVANCE_ATTEMPTS = 8
 REPAIR_BATCH = 1000
 
 
-def advance(driver, queue, project, group, now):
+def advance(driver, queue, project, group, now, pinned=True):
     """Give ``group`` a head if it has live members and none; return it.
 
     Returns the head document, or the group's first member while a group
-    move holds it (state ``m``), or None for an empty group.
+    move holds it (state ``m``), or None for an empty group. ``pinned``
+    False: the caller removed the group's head and it carried no pin
+    (``pn``), so the group has none to copy and no pin is looked up; a
+    pinned group's heads always carry it (pins.py).
     """
     messages = driver.messages
     for _ in range(ADVANCE_ATTEMPTS):
@@ -55,6 +58,7 @@ def advance(driver, queue, project, group, now):
             if head[f.EXPIRES] > now:
                 return head
             # An expired head holds up nobody: drop it, look again.
+            pinned = pinned or f.PIN in head
             messages.delete_one(dict(query.filter, _id=head['_id'], **{
                 f.EXPIRES: {'$lte': now}}))
             continue
@@ -67,7 +71,8 @@ def advance(driver, queue, project, group, now):
             if f.HEAD in first:
                 continue        # promoted since the probe above
             return first        # frozen by a move (or a pre-groups doc)
-        promoted = _promote(driver, queue, project, group, first, now)
+        promoted = _promote(driver, queue, project, group, first, now,
+                            pinned)
         if promoted is not None:
             return promoted
     LOG.warning('group %s of queue %s/%s: no head after %d tries; gc '
@@ -75,12 +80,12 @@ def advance(driver, queue, project, group, now):
     return None
 
 
-def _promote(driver, queue, project, group, doc, now):
+def _promote(driver, queue, project, group, doc, now, pinned):
     """``b -> r|d`` with ``h`` set, and the group's pin if it has one
     (pins.py): the new head, or None if refused."""
     changes = {f.STATE: f.DELAYED if doc[f.DUE] > now else f.READY,
                f.HEAD: group}
-    client = pins.head_pin(driver, queue, project, group)
+    client = pins.head_pin(driver, queue, project, group) if pinned else None
     if client is not None:
         changes[f.PIN] = client
     try:
@@ -97,11 +102,11 @@ def _promote(driver, queue, project, group, doc, now):
     return dict(doc, **changes)
 
 
-def advance_all(driver, queue, project, groups, now):
+def advance_all(driver, queue, project, groups, now, pinned=True):
     """:func:`advance` each distinct group id in ``groups`` (None: skip)."""
     for group in dict.fromkeys(groups):
         if group is not None:
-            advance(driver, queue, project, group, now)
+            advance(driver, queue, project, group, now, pinned)
 
 
 def groups_of(docs):

@@ -71,8 +71,11 @@ class MessageController(controller.MessageController):
                 .format(queue))
         # Inserted blocked, then advanced: a crash in between leaves a new
         # group without a head until gc's groups.repair gives it one.
+        # Only on a sticky queue may a new group already have a pin (its
+        # client stays active between its messages).
         groups.advance_all(self.driver, queue, project,
-                           [message.group for message in messages], now)
+                           [message.group for message in messages], now,
+                           pinned=any(message.sticky for message in messages))
 
     def _insert_docs(self, queue, project, messages, docs, token):
         """Insert ``docs`` at the positions reserved under ``token``;
@@ -259,7 +262,7 @@ class MessageController(controller.MessageController):
             where, projection={f.HEAD: True, f.PIN: True})
         if doc is not None and f.HEAD in doc:
             groups.advance(self.driver, where[f.QUEUE], where[f.PROJECT],
-                           doc[f.HEAD], now)
+                           doc[f.HEAD], now, pinned=f.PIN in doc)
         return doc
 
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
