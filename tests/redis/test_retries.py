@@ -67,6 +67,12 @@ def test_a_retried_claim_returns_the_batch_it_took(driver, project,
     post(driver, 'q', project, 'a', 'b', 'c', 'd')
     lose_next_reply()
     claim_id, messages = claim(driver, 'q', project, limit=2)
+    check_one_batch_of_two_taken(driver, project, claim_id, messages)
+
+
+def check_one_batch_of_two_taken(driver, project, claim_id, messages):
+    """Of a, b, c, d on queue ``q``, a retried claim of 2 took a and b
+    once, under ``claim_id``, and left c and d untouched."""
     assert [(m['body'], m['claim_count']) for m in messages] == [
         ('a', 1), ('b', 1)]
     _, held = driver.claim_controller.get('q', claim_id, project=project)
