@@ -22,6 +22,9 @@ from localstack.redis_server import free_port
 
 MASTER = 'zdmaster'
 SENTINELS = 3
+# A master waits 5 s by default before a diskless full sync, for more
+# replicas to share it; these sets have one.
+SYNC_NOW = ('--repl-diskless-sync-delay', '0')
 
 
 def _ask(port, *words, timeout=0.5):
@@ -155,9 +158,10 @@ class SentinelSet:
         seconds = self.wait_for_failover(timeout)
         dead, self.master = self.master, self.replica
         dead.stop()
-        self.replica = RedisServer(persistent=True, args=[
-            '--replicaof', '127.0.0.1', str(self.master.port)]).start()
-        _wait_linked(self.replica, timeout)
+        self.replica = _start_replica_of(self.master)
+        # A full sync on a loaded machine (the master forks, the replica
+        # loads, then rewrites its append-only file) has taken over 30 s.
+        _wait_linked(self.replica, 2 * timeout)
         return seconds
 
     def _wait_until_replica_known(self, timeout):
@@ -196,9 +200,8 @@ class SentinelSet:
 
 def replicated_pair(timeout=20):
     """(master, replica) RedisServers, the replica in sync."""
-    master = RedisServer(persistent=True).start()
-    replica = RedisServer(persistent=True, args=[
-        '--replicaof', '127.0.0.1', str(master.port)]).start()
+    master = RedisServer(persistent=True, args=SYNC_NOW).start()
+    replica = _start_replica_of(master)
     try:
         _wait_linked(replica, timeout)
     except RedisUnavailable:
@@ -208,12 +211,32 @@ def replicated_pair(timeout=20):
     return master, replica
 
 
+def _start_replica_of(master):
+    return RedisServer(persistent=True, args=[
+        *SYNC_NOW, '--replicaof', '127.0.0.1', str(master.port)]).start()
+
+
 def _wait_linked(replica, timeout):
     """Until ``replica`` is in sync with its master."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if b'master_link_status:up' in _ask(replica.port, 'INFO',
-                                            'replication'):
+    while True:
+        replication = _ask(replica.port, 'INFO', 'replication')
+        if b'master_link_status:up' in replication:
             return
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.1)
-    raise RedisUnavailable('replica did not sync in %d s' % timeout)
+    raise RedisUnavailable(
+        'replica on port %d did not sync in %d s; its INFO replication: '
+        '%s; the end of its log: %s' % (
+            replica.port, timeout, replication.decode(errors='replace'),
+            _log_tail(replica)))
+
+
+def _log_tail(server, lines=15):
+    try:
+        with open(os.path.join(server.workdir, 'redis.log'), 'rb') as log:
+            return b' | '.join(log.read().splitlines()[-lines:]).decode(
+                errors='replace')
+    except OSError as exc:
+        return 'unreadable (%s)' % exc
