@@ -131,3 +131,17 @@ def test_a_fill_that_read_the_control_store_before_a_change_is_dropped(
     post(driver, 'q', project, 'delayed')
     assert [m['body'] for m in listed(driver, 'q', project)] == [
         'old policy']
+
+
+def test_a_metadata_change_keeps_its_generation_for_the_shared_lifetime(
+        driver, raw, project, monkeypatch):
+    # The lifetime is the one MongoDB's copies use too
+    # (metadata_copy.GENERATION_TTL_MS); set to 5 minutes here, a change
+    # must leave its generation expiring in about 5 minutes, not a day.
+    from zaqar_delay import metadata_copy
+    monkeypatch.setattr(metadata_copy, 'GENERATION_TTL_MS', 300 * 1000)
+    driver.queue_controller.create('q', project=project)
+    driver.queue_controller.set_metadata('q', {'_default_message_delay': 1},
+                                         project=project)
+    remaining = raw.pttl(keys.queue_prefix('q', project) + ':metagen')
+    assert 290 * 1000 < remaining <= 300 * 1000

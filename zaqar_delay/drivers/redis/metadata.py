@@ -34,4 +34,5 @@ class RedisCopies(metadata_copy.Copies):
             metadata_copy.COPY_TTL_MS))
 
     def forget(self, queue, project):
-        self._driver.run_script('meta_forget', queue, project)
+        self._driver.run_script('meta_forget', queue, project,
+                                metadata_copy.GENERATION_TTL_MS)
