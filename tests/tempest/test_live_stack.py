@@ -18,14 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.tempest,
 
 AUTHTOKEN = """
 [keystone_authtoken]
-www_authenticate_uri = {url}
-auth_url = {url}
-auth_type = password
-username = admin
-password = {password}
-project_name = admin
-user_domain_id = default
-project_domain_id = default
+{authtoken}
 
 # Zaqar creates a Keystone trust for trust+http subscribers (upstream
 # tempest's test_trust_subscription) as this user.
@@ -60,8 +53,10 @@ def zaqar(redis_url, keystone):
         redis_url, 'delay.redis',
         {'uri': redis_url.replace('redis://', 'delay.redis://')},
         auth_strategy='keystone',
-        extra=AUTHTOKEN.format(url=keystone.url,
-                               password=keystone_server.ADMIN_PASSWORD))
+        extra=AUTHTOKEN.format(
+            authtoken='\n'.join('{} = {}'.format(*option) for option in
+                                 keystone.service_options().items()),
+            url=keystone.url, password=keystone_server.ADMIN_PASSWORD))
     keystone.register_service('messaging', 'zaqar', server.url)
     server.start()
     yield server
