@@ -145,3 +145,15 @@ def test_a_metadata_change_keeps_its_generation_for_the_shared_lifetime(
                                          project=project)
     remaining = raw.pttl(keys.queue_prefix('q', project) + ':metagen')
     assert 290 * 1000 < remaining <= 300 * 1000
+
+
+def test_the_driver_packs_and_parses_with_hiredis(driver):
+    # setup.cfg asks for redis[hiredis]: redis-py's pure Python packing
+    # and parsing cost about a fifth of the driver's CPU per message
+    # (docs/performance.md, "hiredis").
+    from redis import connection as redis_connection
+    from redis._parsers import hiredis
+    connection = driver.connection.connection_pool.make_connection()
+    assert isinstance(connection._parser, hiredis._HiredisParser)
+    assert isinstance(connection._command_packer,
+                      redis_connection.HiredisRespSerializer)
