@@ -7,10 +7,11 @@ the driver going through its cluster client
 ``appendfsync always``, ``cluster-node-timeout`` 2 s). The queues live on
 the first two masters (a dead letter crosses from the second to the
 first); the third holds none of them, only the queue registry
-(``zd:queues``) that every post writes first. The driver retries for
-about 8 s (``max_reconnect_attempts`` 5, ``reconnect_sleep`` 0.2: 6.2 s
-of sleeps, plus redis-py's pause after each CLUSTERDOWN), longer than a
-master takes to restart and rejoin here (about 2.5 s). Faults, in rounds
+(``zd:queues``) that every post writes first. A refused call retries
+for about 12 s (six attempts of at most ``socket_timeout`` 0.5 s,
+``reconnect_sleep`` 0.2 doubling: 6.2 s of sleeps, and a 3 s wait while
+the cluster answers CLUSTERDOWN), longer than a master takes to restart
+and rejoin here (about 2.5 s). Faults, in rounds
 of every kind in a random order:
 
 * ``master_kill_restart`` - SIGKILL any master, restart it at once on its
@@ -20,10 +21,10 @@ of every kind in a random order:
   with the master (a pop's batch is kept for its retry).
 * ``bystander_down_cluster_fail`` - SIGKILL the third master and keep it
   down until the others have marked it failed and the whole cluster
-  answers CLUSTERDOWN, then HOLD_S more, longer than the driver retries:
-  calls that begin meanwhile fail with storage errors (Zaqar answers
-  503), none of them having run; the workers carry on, and succeed once
-  it is back.
+  answers CLUSTERDOWN, then longer than a refused call retries (see
+  ``hold_after_fail``): calls that begin meanwhile fail with storage
+  errors (Zaqar answers 503), none of them having run; the workers carry
+  on, and succeed once it is back.
 * ``master_stall`` - DEBUG SLEEP on a master past the socket timeout: the
   scripts queued behind it run, their replies come too late (a lost reply
   that the driver retries).
@@ -63,10 +64,24 @@ SOCKET_TIMEOUT = 0.5
 RETRIES = {'max_reconnect_attempts': 5, 'reconnect_sleep': 0.2,
            'loading_wait': 3.0}
 STALL_SECONDS = 1.2
-# With the wait for the cluster to fail and the restart, a CLUSTERDOWN of
-# about 12 s: longer than the driver's retries and its CLUSTERDOWN wait,
-# so calls that begin early in it must fail.
-HOLD_S = 10.0
+# How much longer than a refused call retries the bystander stays down
+# once the cluster fails (hold_after_fail).
+HOLD_MARGIN_S = 5.0
+
+
+def hold_after_fail(driver):
+    """Seconds the bystander stays down after the cluster failed: longer
+    than a call that begins then can retry (its attempts, sleeps and
+    CLUSTERDOWN wait: the retry span without its margin for late
+    retries), so such calls must fail. (A call already in doubt when the
+    cluster fails waits until its kept result expires, the whole span
+    with the margin: 22 s here, and may outlast it; one that begins
+    during the failure is refused, never in doubt.) 10 s, shorter than
+    that span, let every worker's call outlast the failure on one CI run.
+    """
+    from zaqar_delay.drivers.redis import driver as redis_driver
+    span_s = (driver.retry_span_ms - redis_driver.RETRY_MARGIN_MS) / 1000
+    return span_s + HOLD_MARGIN_S
 
 
 def spread_queues(cluster, project, suffix):
@@ -144,7 +159,8 @@ def test_history_under_cluster_faults(own_cluster, redis_url, tmp_path):
         'master_kill_restart': kill(
             'master_kill_restart', lambda: pick.choice(cluster.nodes), None),
         'bystander_down_cluster_fail': kill(
-            'bystander_down_cluster_fail', lambda: cluster.nodes[2], HOLD_S),
+            'bystander_down_cluster_fail', lambda: cluster.nodes[2],
+            hold_after_fail(direct)),
         'master_stall': lambda: redis_faults.stall(
             pick.choice(cluster.nodes).port, STALL_SECONDS),
         'drop_connections': drop_connections,
