@@ -73,11 +73,11 @@ def hold_after_fail(driver):
     """Seconds the bystander stays down after the cluster failed: longer
     than a call that begins then can retry (its attempts, sleeps and
     CLUSTERDOWN wait: the retry span without its margin for late
-    retries), so such calls must fail. (A call already in doubt when the
-    cluster fails waits until its kept result expires, the whole span
-    with the margin: 22 s here, and may outlast it; one that begins
-    during the failure is refused, never in doubt.) 10 s, shorter than
-    that span, let every worker's call outlast the failure on one CI run.
+    retries), so such calls must fail. (A claim or pop already in doubt
+    when the cluster fails keeps retrying about as long: until its kept
+    result could expire, 11.7 s after it began here. One that begins
+    during the failure is refused, never in doubt.) 10 s, about that
+    span, let every worker's call outlast the failure on one CI run.
     """
     from zaqar_delay.drivers.redis import driver as redis_driver
     span_s = (driver.retry_span_ms - redis_driver.RETRY_MARGIN_MS) / 1000
