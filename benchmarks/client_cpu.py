@@ -21,6 +21,7 @@ import sys
 import time
 import uuid
 
+from benchmarks import workloads
 from localstack.redis_server import RedisServer
 
 WARM_ROUNDS = 50
@@ -32,18 +33,13 @@ def drive(redis_url, messages):
     from benchmarks.run import redis_pair
     ours, _ = redis_pair(redis_url)
     project = 'cpu-' + uuid.uuid4().hex[:8]
-    ours.queue_controller.create('q', project=project)
-    client = uuid.uuid4()
+    queue = workloads.fresh_queue(ours, project)
+    batch = [{'ttl': 300, 'body': {'n': n}} for n in range(10)]
 
     def one_round():
-        ours.message_controller.post(
-            'q', [{'ttl': 300, 'body': {'n': n}} for n in range(10)],
-            client, project=project)
-        claim_id, got = ours.claim_controller.create(
-            'q', {'ttl': 60, 'grace': 0}, project=project, limit=10)
-        for message in got:
-            ours.message_controller.delete('q', message['id'],
-                                           project=project, claim=claim_id)
+        ours.message_controller.post(queue, batch, workloads.CLIENT,
+                                     project=project)
+        workloads.drain(ours, project, queue, 10)
 
     for _ in range(WARM_ROUNDS):
         one_round()
