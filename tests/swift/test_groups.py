@@ -121,7 +121,7 @@ def test_a_late_member_waits_for_the_one_in_flight(
         real(qs, stored, now)
         driver.store.delete(qs.c, names.position_obj(stored[0].pos))
         stored[0].pos = early_pos - 1
-        messages._take_position(qs, stored[0])
+        messages._take_positions(qs, stored[:1])
 
     monkeypatch.setattr(messages, '_allocate', behind)
     late = post(driver, queue, project, {'g': 'a', 'n': 'late'})[0]

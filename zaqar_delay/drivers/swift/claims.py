@@ -124,9 +124,7 @@ class ClaimController(controller.ClaimController):
             self._record(qs, claim_id, record, [
                 [entry[1], entry[0], entry[2], entry[3], entry[4]]
                 for entry, kind in zip(chunk, kinds) if kind == claim_id])
-        results = self._store.parallel(
-            lambda item: self._attempt(qs, now, *item, op=claim_id),
-            list(zip(chunk, kinds)))
+        results = self._attempts(qs, now, chunk, kinds, claim_id)
         dead = []
         for entry, kind, message in zip(chunk, kinds, results):
             if message is None or kind == names.DEAD:
@@ -163,9 +161,24 @@ class ClaimController(controller.ClaimController):
                 qs.c, names.expiry_obj(record['e'], claim_id)))
         self._store.parallel(lambda write: write(), writes)
 
-    def _attempt(self, qs, now, entry, kind, op):
-        """Win attempt ``entry`` of a message; the message, or None. A
-        pop's lock names the pop (``op``), whose outcome decides."""
+    def _attempts(self, qs, now, chunk, kinds, op):
+        """Win attempt ``entry`` of each message of ``chunk``: its
+        message, or None. Every lock is proposed before any is read back,
+        so the chunk waits ``create_settle_time`` once. A pop's lock names
+        the pop (``op``), whose outcome decides."""
+        tokens = self._store.parallel(
+            lambda item: self._propose(qs, now, *item, op=op),
+            list(zip(chunk, kinds)))
+        if any(proposed and proposed[1] for proposed in tokens):
+            self._store.settle_wait()
+        return self._store.parallel(
+            lambda item: item[1] and self._confirm(qs, now, item[0],
+                                                   item[1][0]),
+            list(zip(chunk, tokens)))
+
+    def _propose(self, qs, now, entry, kind, op):
+        """(owner token, True if written) of this entry's lock, or None
+        when the entry is not its group's head."""
         pos, message_id, attempt, gk = entry[:4]
         if gk is not None and not groups.is_head(qs, gk, pos, message_id):
             if qs.store.head(qs.c, names.group_obj(gk, pos, message_id)) \
@@ -183,11 +196,18 @@ class ClaimController(controller.ClaimController):
             # Else not first in its group (two posts crossed): it stays
             # filed and is taken once it is the head.
             return None
-        lock = names.lock_obj(message_id, attempt)
-        avail = names.avail_obj(pos, message_id, attempt)
+        token = uuid.uuid4().hex
         lock_type = names.content_type(
             c=kind, o=op if kind == names.POP else None)
-        if not self._store.create(qs.c, lock, content_type=lock_type):
+        return token, self._store.propose(
+            qs.c, names.lock_obj(message_id, attempt), token,
+            content_type=lock_type)
+
+    def _confirm(self, qs, now, entry, token):
+        pos, message_id, attempt, gk = entry[:4]
+        lock = names.lock_obj(message_id, attempt)
+        avail = names.avail_obj(pos, message_id, attempt)
+        if not self._store.confirm(qs.c, lock, token):
             # A rival won this attempt; drop the stale entry.
             self._store.delete(qs.c, avail)
             return None

@@ -199,10 +199,43 @@ class Store:
         the object is still its own.
         """
         token = token or uuid.uuid4().hex
+        if self.propose(container, name, token, body, content_type, headers,
+                        container_meta):
+            self.settle_wait()
+        return self.confirm(container, name, token)
+
+    def create_many(self, container, items):
+        """``create`` of each (name, kwargs) item, all PUTs first and then
+        all read-backs, so the call waits ``create_settle_time`` once, not
+        once per wave of max_parallel_requests. True for each one won."""
+        tokens = [uuid.uuid4().hex for _ in items]
+        wrote = self.parallel(
+            lambda pair: self.propose(container, pair[0][0], pair[1],
+                                      **pair[0][1]),
+            list(zip(items, tokens)))
+        if any(wrote):
+            self.settle_wait()
+        return self.parallel(
+            lambda pair: self.confirm(container, pair[0][0], pair[1]),
+            list(zip(items, tokens)))
+
+    def propose(self, container, name, token, body=b'', content_type=None,
+                headers=None, container_meta=None):
+        """The first half of ``create``: the exclusive PUT, tagged with
+        ``token``. False if the object existed (412): ours from an earlier
+        attempt whose reply was lost, or a rival's; ``confirm`` tells."""
         headers = dict(headers or {}, **{OWNER: token})
-        if self.put(container, name, body, content_type, headers,
-                    exclusive=True, container_meta=container_meta):
-            time.sleep(self.conf.create_settle_time)
+        return self.put(container, name, body, content_type, headers,
+                        exclusive=True, container_meta=container_meta)
+
+    def settle_wait(self):
+        """Let PUTs that overlapped a proposal land before its read-back
+        (``create``): after this, the object holds the last of them."""
+        time.sleep(self.conf.create_settle_time)
+
+    def confirm(self, container, name, token):
+        """The second half of ``create``, after ``settle_wait``: True if
+        the object is still the one ``token`` wrote."""
         found = self.head(container, name)
         return found is not None and found.get(OWNER.lower()) == token
 

@@ -97,15 +97,19 @@ def gone_obj(position):
     return 'w/' + names.pos(position)
 
 
+def any_consumer(qs):
+    """True if the queue of ``qs`` has a persistent consumer: one
+    listing."""
+    meta = qs.meta or {}
+    return 'queue' in meta and bool(qs.store.listing(
+        container(meta['queue'], meta['project']), 'v/', limit=1))
+
+
 def mark_gone(qs, positions):
     """Before removing messages from the queue of ``qs``: remember their
-    positions for its consumers' ``lost``. One listing when the queue has
-    no consumer, and nothing written."""
-    meta = qs.meta or {}
-    if not positions or 'queue' not in meta:
-        return
-    if not qs.store.listing(container(meta['queue'], meta['project']),
-                           'v/', limit=1):
+    positions for its consumers' ``lost``. Nothing written when the queue
+    has no consumer (QueueState.has_consumers)."""
+    if not positions or not qs.has_consumers():
         return
     headers = {'X-Delete-At': str(int(time.time()) + GONE_MEMORY_S)}
     qs.store.parallel(lambda pos: qs.store.put(qs.c, gone_obj(pos),

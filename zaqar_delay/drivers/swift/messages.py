@@ -6,6 +6,7 @@ message under its id with another conditional PUT, so a retried post or a
 repeated dead-letter copy never duplicates a message.
 """
 
+import functools
 import itertools
 import json
 import random
@@ -104,8 +105,7 @@ class MessageController(controller.MessageController):
                        int(last[0]['name'][2:]) + 1 if last else 0)
             for offset, message in enumerate(stored):
                 message.pos = base + offset
-            won = self._store.parallel(lambda m: self._take_position(qs, m),
-                                       stored)
+            won = self._take_positions(qs, stored)
             if all(won):
                 return
             # Someone posted into our range: give ours back, list again.
@@ -116,11 +116,12 @@ class MessageController(controller.MessageController):
             backend='Swift',
             reason='could not allocate message positions in {}'.format(qs.c))
 
-    def _take_position(self, qs, message):
-        return self._store.create(
-            qs.c, names.position_obj(message.pos), b'',
-            content_type=swift_state.position_type(message),
-            headers=qs.delete_at(message.expires), container_meta=qs.meta)
+    def _take_positions(self, qs, stored):
+        return self._store.create_many(qs.c, [
+            (names.position_obj(m.pos), dict(
+                content_type=swift_state.position_type(m),
+                headers=qs.delete_at(m.expires), container_meta=qs.meta))
+            for m in stored])
 
     @staticmethod
     def _record(message):
@@ -347,10 +348,10 @@ class MessageController(controller.MessageController):
         keep = swift_retention.horizon(qs, retention, now)
 
         def read(message_id):
-            message = qs.message(message_id, now)
-            if message is None:
+            found = qs.message_with_claim(message_id, now, cache)
+            if found is None:
                 return None
-            count, claim_id = qs.claim_of(message_id, now, cache)
+            message, count, claim_id = found
             if not drafts.is_filed(qs, message, count, now):
                 return None
             if not (claim_id or keep.keeps(message.pos, message.created)):
@@ -366,23 +367,32 @@ class MessageController(controller.MessageController):
         so what it drops stays gone (retention.py)."""
         swift_retention.horizon(qs, self.retention_of(queue, project), now)
 
-    def _targets(self, qs, message_ids, now):
-        """(message, claim count, live claim id) of each live message."""
+    def _targets(self, queue, project, qs, message_ids, now, claim_ids=()):
+        """(message, claim count, live claim id) of each live message.
+        The messages and their locks are read in one parallel round with
+        what the removal needs (the length cut, whether the queue has
+        consumers) and the claim records the caller names."""
         cache = {}
-
-        def read(message_id):
-            message = qs.message(message_id, now)
-            if message is None:
-                return None
-            return (message,) + qs.claim_of(message_id, now, cache)
-
-        return [t for t in self._store.parallel(read, message_ids) if t]
+        count = len(message_ids)
+        reads = ([functools.partial(qs.message, mid, now)
+                  for mid in message_ids]
+                 + [functools.partial(qs.latest_lock, mid)
+                    for mid in message_ids]
+                 + [lambda: self._pin_cut(queue, project, qs, now),
+                    qs.has_consumers]
+                 + [functools.partial(qs.claim_record, cid, cache)
+                    for cid in claim_ids])
+        found = self._store.parallel(lambda read: read(), reads)
+        live = [(message, lock) for message, lock in zip(
+            found[:count], found[count:2 * count]) if message is not None]
+        return self._store.parallel(
+            lambda pair: (pair[0],) + qs.holder(pair[1], now, cache), live)
 
     def _delete(self, queue, project, message_id, claim_id):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
-        self._pin_cut(queue, project, qs, now)
-        targets = self._targets(qs, [message_id], now)
+        targets = self._targets(queue, project, qs, [message_id], now,
+                                [claim_id] if claim_id else [])
         if not targets:
             return
         message, count, holder = targets[0]
@@ -401,8 +411,8 @@ class MessageController(controller.MessageController):
             return
         now = self.driver.now_ms()
         qs = self._state(queue, project)
-        self._pin_cut(queue, project, qs, now)
-        targets = self._targets(qs, message_ids, now)
+        targets = self._targets(queue, project, qs, message_ids, now,
+                                claim_ids or [])
         if claim_ids:
             allowed = set(claim_ids)
             if any(holder and holder not in allowed

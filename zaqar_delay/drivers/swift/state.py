@@ -65,6 +65,14 @@ class QueueState:
         # Grows whenever a removal advanced a group: a claim then lists
         # a/ again, since the next member may sort before its marker.
         self.advanced = 0
+        self._has_consumers = None
+
+    def has_consumers(self):
+        """True if the queue has persistent consumers (read once per
+        operation: a removal marks its messages gone for them)."""
+        if self._has_consumers is None:
+            self._has_consumers = swift_consumers.any_consumer(self)
+        return self._has_consumers
 
     # -- messages ----------------------------------------------------------
 
@@ -178,7 +186,21 @@ class QueueState:
 
     def claim_of(self, message_id, now, cache=None):
         """(claim count, live claim id or None) of a message."""
-        attempts, holder = self.latest_lock(message_id)
+        return self.holder(self.latest_lock(message_id), now, cache)
+
+    def message_with_claim(self, message_id, now, cache=None):
+        """(live message, claim count, live claim id or None), or None:
+        the message and its locks are read at the same time."""
+        message, lock = self.store.parallel(lambda read: read(), [
+            lambda: self.message(message_id, now),
+            lambda: self.latest_lock(message_id)])
+        if message is None:
+            return None
+        return (message,) + self.holder(lock, now, cache)
+
+    def holder(self, lock, now, cache=None):
+        """(claim count, live claim id or None) from ``latest_lock``."""
+        attempts, holder = lock
         if holder is None or holder in names.TAKEN:
             return attempts, None
         record = self.claim_record(holder, cache)

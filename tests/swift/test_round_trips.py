@@ -1,0 +1,95 @@
+"""Round trips on Swift: what one call waits for, not how long it takes
+(counted and synchronized here, never timed)."""
+
+import threading
+
+from tests.contract.helpers import claim, post
+from zaqar_delay.drivers.swift import names
+
+# More messages than the default max_parallel_requests (8): the requests of
+# one call then go out in two waves.
+WIDE = 12
+
+
+def count_settle_waits(driver, monkeypatch):
+    waits = []
+    real = driver.store.settle_wait
+
+    def settle_wait():
+        waits.append(1)
+        real()
+
+    monkeypatch.setattr(driver.store, 'settle_wait', settle_wait)
+    return waits
+
+
+def test_a_post_wider_than_the_pool_waits_to_settle_once(
+        driver, make_queue, project, monkeypatch):
+    queue = make_queue()
+    waits = count_settle_waits(driver, monkeypatch)
+    ids = post(driver, queue, project, *range(WIDE))
+    assert len(ids) == WIDE
+    assert len(waits) == 1
+
+
+def test_a_claim_wider_than_the_pool_waits_to_settle_once(
+        driver, make_queue, project, monkeypatch):
+    queue = make_queue()
+    post(driver, queue, project, *range(WIDE))
+    waits = count_settle_waits(driver, monkeypatch)
+    _, got = claim(driver, queue, project, limit=WIDE)
+    assert [m['body'] for m in got] == list(range(WIDE))
+    assert len(waits) == 1
+
+
+def test_racing_batches_of_creates_have_one_winner_per_object(driver,
+                                                              project):
+    container = names.container(names.MESSAGES, 'race-many', project)
+    items = [('l/m%d/1' % n, {}) for n in range(WIDE)]
+    start, results = threading.Barrier(3), []
+
+    def contend():
+        start.wait()
+        results.append(driver.store.create_many(container, items))
+
+    threads = [threading.Thread(target=contend) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for column in zip(*results):
+        assert column.count(True) == 1, column
+
+
+def test_a_delete_reads_the_message_locks_claim_and_consumers_at_once(
+        driver, make_queue, project, monkeypatch):
+    """The four reads a delete by its claimer needs are in flight together:
+    each waits at a barrier for the other three, so a delete that read them
+    one after another would break the barrier and fail."""
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project)
+    store = driver.store
+    real_call = store.call
+    first_round = {('get_object', 'm/'), ('get_object', 'c/'),
+                   ('get_container', 'l/'), ('get_container', 'v/')}
+    barrier = threading.Barrier(len(first_round), timeout=10)
+    met = []
+
+    def call(method, *args, **kwargs):
+        name = kwargs.get('prefix') if method == 'get_container' else (
+            args[1] if len(args) > 1 else '')
+        kind = (method, (name or '')[:2])
+        if kind in first_round:
+            first_round.discard(kind)
+            barrier.wait()
+            met.append(kind)
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(store, 'call', call)
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    monkeypatch.undo()
+    assert len(met) == 4
+    assert list(driver.message_controller.bulk_get(
+        queue, [got[0]['id']], project=project)) == []
