@@ -1,0 +1,128 @@
+"""Swift: sticky groups cost a claim nothing for groups pinned to other
+clients, and idle clients' groups are freed in bounded batches (requests
+and objects counted on the real test Swift, never timed)."""
+
+from tests.contract.helpers import claim, post
+from zaqar_delay import sticky
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
+
+STICKY_S = 60
+STICKY = {'_message_group_key': 'g', '_message_group_sticky': STICKY_S}
+OTHER, MINE = 'other-client', 'my-client'
+PINNED_TO_OTHER = 200
+
+
+def objects(driver, qs, prefix):
+    return [e['name'] for e in driver.store.listing_all(qs.c, prefix)]
+
+
+def pin_groups(driver, queue, project, client, count):
+    """``count`` one-message groups pinned to ``client``, their heads
+    given back (released) so that they wait under its ``A/`` prefix."""
+    for start in range(0, count, 100):
+        post(driver, queue, project, *[
+            {'g': 'g%04d' % n} for n in range(start, min(start + 100,
+                                                         count))])
+    claims = []
+    with sticky.acting_as(client):
+        while True:
+            claim_id, got = claim(driver, queue, project, limit=20)
+            if not got:
+                break
+            claims.append(claim_id)
+    for claim_id in claims:
+        driver.claim_controller.delete(queue, claim_id, project=project)
+    qs = driver.queue_state(queue, project)
+    ck = names.client_key(client)
+    assert len(objects(driver, qs, names.pinned_prefix(ck))) == count
+    assert len(objects(driver, qs, 'P/')) == count
+    return qs
+
+
+class Listings:
+    """The prefix of every listing (and the number of requests) a call
+    makes."""
+
+    def __init__(self, driver, monkeypatch):
+        self.calls = []
+        original = driver.store.call
+
+        def call(method, *args, **kwargs):
+            self.calls.append((method, kwargs.get('prefix')))
+            return original(method, *args, **kwargs)
+
+        monkeypatch.setattr(driver.store, 'call', call)
+
+    def during(self, fn):
+        self.calls.clear()
+        fn()
+        return list(self.calls)
+
+
+def my_claim(driver, queue, project):
+    with sticky.acting_as(MINE):
+        return claim(driver, queue, project)[1]
+
+
+def test_groups_pinned_to_others_cost_a_claim_nothing(
+        driver, make_queue, project, monkeypatch, clock):
+    crowded, empty = make_queue(STICKY), make_queue(STICKY)
+    pin_groups(driver, crowded, project, OTHER, PINNED_TO_OTHER)
+    for queue in (crowded, empty):
+        post(driver, queue, project, {'g': 'mine'})
+    listings = Listings(driver, monkeypatch)
+    got = []
+    crowded_calls = listings.during(
+        lambda: got.extend(my_claim(driver, crowded, project)))
+    assert [m['body'] for m in got] == [{'g': 'mine'}]
+    listed = {prefix for method, prefix in crowded_calls
+              if method == 'get_container'}
+    mine = names.pinned_prefix(names.client_key(MINE))
+    assert {p for p in listed if p.startswith('A/')} == {mine}, listed
+    assert 'a/' in listed and 'Q/' not in listed and 'P/' not in listed
+    # Request for request what the same claim costs with nothing pinned.
+    empty_calls = listings.during(lambda: my_claim(driver, empty, project))
+    assert len(crowded_calls) == len(empty_calls), (crowded_calls,
+                                                    empty_calls)
+
+
+def test_the_idle_sweep_frees_100_groups_per_call(
+        driver, make_queue, project, monkeypatch, clock):
+    queue = make_queue(STICKY)
+    count = 2 * pins.SWEEP_BATCH + 50
+    qs = pin_groups(driver, queue, project, OTHER, count)
+    ck = names.client_key(OTHER)
+    clock.advance(STICKY_S)
+    left = []
+    for _ in range(3):
+        sweeper = driver.queue_state(queue, project)
+        pins.sweep(sweeper, clock.now_ms)
+        left.append((len(objects(driver, qs, 'P/')),
+                     len(objects(driver, qs, names.held_prefix(ck))),
+                     len(objects(driver, qs, names.pinned_prefix(ck)))))
+    assert left == [(count - 100, count - 100, count - 100),
+                    (count - 200, count - 200, count - 200), (0, 0, 0)]
+    # Every freed head is claimable by anyone, once.
+    assert len(objects(driver, qs, 'a/')) == count
+    assert objects(driver, qs, names.activity_obj(ck)) != []
+    pins.sweep(driver.queue_state(queue, project), clock.now_ms)
+    # A client left with nothing pinned is forgotten.
+    assert objects(driver, qs, 'C/') == objects(driver, qs, 'K/') == []
+    with sticky.acting_as(MINE):
+        assert len(claim(driver, queue, project, limit=20)[1]) == 20
+
+
+def test_an_idle_sweep_stays_bounded(driver, make_queue, project,
+                                     monkeypatch, clock):
+    """One sweep's requests do not grow with the idle client's groups
+    beyond its batch: 150 pinned groups cost what 100 do."""
+    costs = []
+    listings = Listings(driver, monkeypatch)
+    for count in (pins.SWEEP_BATCH, pins.SWEEP_BATCH + 50):
+        queue = make_queue(STICKY)
+        pin_groups(driver, queue, project, OTHER, count)
+        clock.advance(STICKY_S)
+        costs.append(len(listings.during(lambda: pins.sweep(
+            driver.queue_state(queue, project), clock.now_ms))))
+    assert costs[0] == costs[1], costs
