@@ -126,3 +126,29 @@ def test_an_idle_sweep_stays_bounded(driver, make_queue, project,
         costs.append(len(listings.during(lambda: pins.sweep(
             driver.queue_state(queue, project), clock.now_ms))))
     assert costs[0] == costs[1], costs
+
+
+def test_a_claim_takes_its_pinned_and_free_heads_in_position_order(
+        driver, make_queue, project, clock):
+    """a/ and A/<ck>/ are two listings; one claim at a time (limit 1, so
+    pages of two entries) still gets their heads in posting order."""
+    queue = make_queue(STICKY)
+    post(driver, queue, project, *[{'g': 'p%d' % n} for n in range(3)])
+    with sticky.acting_as(MINE):
+        claim_id, got = claim(driver, queue, project)
+    post(driver, queue, project, *[{'g': g + str(n), 'n': 2}
+                                   for n in range(3) for g in 'pf'])
+    with sticky.acting_as(MINE):
+        for message in got:
+            driver.message_controller.delete(queue, message['id'],
+                                             project=project,
+                                             claim=claim_id)
+        qs = driver.queue_state(queue, project)
+        mine = names.pinned_prefix(names.client_key(MINE))
+        assert len(objects(driver, qs, mine)) == 3
+        assert len(objects(driver, qs, 'a/')) == 3
+        taken = [claim(driver, queue, project, limit=1)[1]
+                 for _ in range(7)]
+    assert [m[0]['body']['g'] for m in taken if m] == [
+        'p0', 'f0', 'p1', 'f1', 'p2', 'f2']
+    assert not taken[-1]

@@ -110,10 +110,8 @@ class ClaimController(controller.ClaimController):
             lambda prefix: self._store.listing(
                 qs.c, prefix, marker=markers[prefix], limit=wanted), live)))
         bound = None
-        for prefix, page in pages.items():
-            if len(page) < wanted:
-                exhausted.add(prefix)
-            elif ordered and len(live) > 1:
+        for page in pages.values():
+            if ordered and len(live) > 1 and len(page) == wanted:
                 last = names.parse_entry(page[-1]['name'])[0]
                 bound = last if bound is None else min(bound, last)
         out = []
@@ -122,6 +120,9 @@ class ClaimController(controller.ClaimController):
                     or names.parse_entry(e['name'])[0] <= bound]
             if kept:
                 markers[prefix] = kept[-1]['name']
+            # A short page cut at the bound still holds entries to take.
+            if len(page) < wanted and len(kept) == len(page):
+                exhausted.add(prefix)
             out += kept
         return sorted(out, key=lambda e: names.parse_entry(e['name'])[0])
 

@@ -401,11 +401,12 @@ class MessageController(controller.MessageController):
                                                          claim_id)
         elif holder is not None:
             raise storage_errors.MessageIsClaimed(message_id)
-        qs.remove([(message.id, message.pos, count, message.gk)], now)
         if claim_id and message.gk is not None:
             # Only a grouped message's delete can keep a sticky client
-            # active: others send no request for it.
+            # active: others send no request for it. Before the removal,
+            # so that the group's next head is filed for this client.
             pins.touch(qs, sticky.current_client(), now)
+        qs.remove([(message.id, message.pos, count, message.gk)], now)
 
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
         if not message_ids:
@@ -420,10 +421,10 @@ class MessageController(controller.MessageController):
                    for _, _, holder in targets):
                 raise storage_errors.ClaimDoesNotMatch(
                     ','.join(claim_ids), queue, project)
-        qs.remove([(m.id, m.pos, count, m.gk) for m, count, _ in targets],
-                  now)
         if any(m.gk is not None for m, _, _ in targets):
             pins.touch(qs, sticky.current_client(), now)
+        qs.remove([(m.id, m.pos, count, m.gk) for m, count, _ in targets],
+                  now)
 
     def _pop(self, queue, project, limit, policy):
         return self.driver.claim_controller.take(
