@@ -152,3 +152,20 @@ def test_a_claim_takes_its_pinned_and_free_heads_in_position_order(
     assert [m[0]['body']['g'] for m in taken if m] == [
         'p0', 'f0', 'p1', 'f1', 'p2', 'f2']
     assert not taken[-1]
+
+
+def test_gc_files_the_heads_of_a_forgotten_client_for_anyone(
+        driver, make_queue, project, clock):
+    """A filing that raced the sweep forgetting its client leaves a head
+    under A/ of a client nobody lists: gc's deep pass files it free."""
+    queue = make_queue(STICKY)
+    qs = pin_groups(driver, queue, project, OTHER, 2)
+    ck = names.client_key(OTHER)
+    driver.store.delete_many(qs.c, objects(driver, qs, 'C/')
+                             + objects(driver, qs, 'K/'))
+    with sticky.acting_as(MINE):
+        assert claim(driver, queue, project) == (None, [])
+    driver._gc_queue(qs.c)
+    assert objects(driver, qs, names.pinned_prefix(ck)) == []
+    with sticky.acting_as(MINE):
+        assert len(claim(driver, queue, project)[1]) == 2

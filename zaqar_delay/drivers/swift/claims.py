@@ -12,6 +12,10 @@ Grouped entries (``g=`` in their Content-Type) are taken at most one per
 group per claim or pop, and only while their message is the first entry
 of its group (groups.py); a head that leaves during the claim (expired,
 dead-lettered, gone) files the next member, and the claim lists again.
+
+On a sticky queue a claim also lists its own client's pinned heads
+(``A/<ck>/``), merged with ``a/`` by position, and pins the groups it
+takes (pins.py).
 """
 
 import json
