@@ -1,12 +1,13 @@
 """Sticky consumers end to end (issue 23): a real ``zaqar-server`` on a
 real redis-server (and Zaqar's WSGI app on MongoDB, mongomock in this
-process unless a real server is set), and consumer processes with
-different Client-IDs claiming over REST. While every consumer stays active, each group's
-messages are handled by one client, in order; when a client stops, its
-groups move to the others after the sticky time, and nothing is lost or
-handed out twice."""
+process unless a real server is set, and on the test Swift), and
+consumer processes with different Client-IDs claiming over REST. While
+every consumer stays active, each group's messages are handled by one
+client, in order; when a client stops, its groups move to the others
+after the sticky time, and nothing is lost or handed out twice."""
 
 import collections
+import importlib
 import io
 import json
 import os
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 STICKY_S = 3
 # The backends that implement sticky groups (the others refuse them).
-STICKY_BACKENDS = ('redis', 'mongodb')
+STICKY_BACKENDS = ('redis', 'mongodb', 'swift')
 GROUPS = ('a', 'b', 'c', 'd')
 CONSUMERS = ('alpha', 'beta', 'gamma')
 
@@ -45,21 +46,24 @@ def stack():
     redis.stop()
 
 
-@pytest.fixture
-def mongodb_config(request, redis_url):
-    """A zaqar.conf on the MongoDB driver: on mongomock the store lives
-    in this process, so what uses it (the WSGI app, a command) runs here."""
-    from localstack.factories import mongodb
-    store, options = mongodb.zaqar_store(request)
+def store_config(request, backend):
+    """A zaqar.conf on ``backend``'s driver (localstack.factories); on
+    mongomock the store lives in this process, so what uses it (the WSGI
+    app, a command) runs here."""
+    factory = importlib.import_module('localstack.factories.' + backend)
+    store, options = factory.zaqar_store(request)
     return zaqar_server.write_config(
-        tempfile.mkdtemp(prefix='zd-conf-'), redis_url, 0, store, options)
+        tempfile.mkdtemp(prefix='zd-conf-'),
+        request.getfixturevalue('redis_url'), 0, store, options)
 
 
 @pytest.fixture
-def mongodb_app(mongodb_config):
-    """Zaqar's own WSGI app on the MongoDB driver, served on loopback."""
-    app = zaqar_server.WsgiApp(mongodb_config).start()
-    yield app
+def served(request):
+    """(Zaqar's own WSGI app served on loopback, its zaqar.conf) on the
+    driver the test is parametrized with (``indirect``)."""
+    config = store_config(request, request.param)
+    app = zaqar_server.WsgiApp(config).start()
+    yield app, config
     app.stop()
 
 
@@ -114,8 +118,14 @@ def test_groups_stick_to_their_consumer_and_move_when_it_stops(stack,
     groups_stick_and_move(stack, tmp_path)
 
 
-def test_groups_stick_and_move_on_mongodb(mongodb_app, tmp_path):
-    groups_stick_and_move(mongodb_app, tmp_path)
+@pytest.mark.parametrize('served', ['mongodb'], indirect=True)
+def test_groups_stick_and_move_on_mongodb(served, tmp_path):
+    groups_stick_and_move(served[0], tmp_path)
+
+
+@pytest.mark.parametrize('served', ['swift'], indirect=True)
+def test_groups_stick_and_move_on_swift(served, tmp_path):
+    groups_stick_and_move(served[0], tmp_path)
 
 
 def groups_stick_and_move(stack, tmp_path):
@@ -185,27 +195,35 @@ def test_a_backend_without_sticky_groups_answers_400(client, backend_name):
     assert reply.status_code == 400, reply.text
 
 
-def test_groups_command_shows_and_unpins_on_mongodb(mongodb_app,
-                                                    mongodb_config,
-                                                    monkeypatch):
+@pytest.mark.parametrize('served', ['mongodb'], indirect=True)
+def test_groups_command_shows_and_unpins_on_mongodb(served, monkeypatch):
+    groups_command_shows_and_unpins(*served, monkeypatch)
+
+
+@pytest.mark.parametrize('served', ['swift'], indirect=True)
+def test_groups_command_shows_and_unpins_on_swift(served, monkeypatch):
+    groups_command_shows_and_unpins(*served, monkeypatch)
+
+
+def groups_command_shows_and_unpins(app, config, monkeypatch):
     # Keep pytest's log capture: oslo.log would replace its handler.
     monkeypatch.setattr(groups_command.cmd.logging, 'setup',
                         lambda *args: None)
-    producer = Client(mongodb_app.url, 'sticky-' + uuid.uuid4().hex[:8])
+    producer = Client(app.url, 'sticky-' + uuid.uuid4().hex[:8])
     project = producer.headers['X-Project-ID']
     assert producer.call('PUT', '/queues/jobs', json={
         '_message_group_key': 'g', '_message_group_sticky': 600}
     ).status_code == 201
     producer.post('jobs', *[{'ttl': 600, 'body': {'g': g}}
                             for g in ('a', 'a', 'b')])
-    first = Client(mongodb_app.url, project, str(uuid.uuid4()))
+    first = Client(app.url, project, str(uuid.uuid4()))
     (message,) = first.claim('jobs', limit=1)
     assert first.call('DELETE', message['href'][len('/v2'):]
                       ).status_code == 204
 
     def groups(*args):
         out = io.StringIO()
-        code = groups_command.main(['--config-file', mongodb_config, *args],
+        code = groups_command.main(['--config-file', config, *args],
                                    out=out)
         return code, out.getvalue()
 
@@ -217,5 +235,5 @@ def test_groups_command_shows_and_unpins_on_mongodb(mongodb_app,
     assert groups('unpin', project, 'jobs', 'a') == (
         0, 'unpinned from {}\n'.format(worker))
     assert groups('unpin', project, 'jobs', 'a') == (0, 'not pinned\n')
-    second = Client(mongodb_app.url, project, str(uuid.uuid4()))
+    second = Client(app.url, project, str(uuid.uuid4()))
     assert [m['body']['g'] for m in second.claim('jobs')] == ['a', 'b']

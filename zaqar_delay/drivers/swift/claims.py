@@ -12,6 +12,10 @@ Grouped entries (``g=`` in their Content-Type) are taken at most one per
 group per claim or pop, and only while their message is the first entry
 of its group (groups.py); a head that leaves during the claim (expired,
 dead-lettered, gone) files the next member, and the claim lists again.
+
+On a sticky queue a claim also lists its own client's pinned heads
+(``A/<ck>/``), merged with ``a/`` by position, and pins the groups it
+takes (pins.py).
 """
 
 import json
@@ -19,8 +23,10 @@ import uuid
 
 from zaqar_delay import controller
 from zaqar_delay import rules
+from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention as swift_retention
 
@@ -46,32 +52,32 @@ class ClaimController(controller.ClaimController):
         dead-letter those whose attempts ran out."""
         now = self.driver.now_ms()
         qs = self.driver.queue_state(queue, project)
+        pins.before_claim(qs, policy, now)
         qs.settle(now)
         # Messages retention dropped sort before the cut: never listed.
         keep = swift_retention.horizon(qs, policy.retention, now)
         if policy.group_key:
             swift_retention.sweep_groups(qs, keep, now, limit)
-        start = keep.cut and 'a/' + names.pos(keep.cut) or None
+        prefixes, ordered = pins.claim_prefixes(policy)
+        starts = {prefix: keep.cut and prefix != 'A/' and prefix
+                  + names.pos(keep.cut) or None for prefix in prefixes}
         claim_id = str(uuid.uuid4())
         record = {'t': ttl, 'g': grace, 'e': now + ttl * 1000,
                   'rd': policy.redelivery_delay, 'm': []}
         keep_until = record['e'] + grace * 1000
         won, seen, taken = [], set(), set()
-        marker, exhausted = start, False
-        while len(won) < limit and not exhausted:
-            wanted = (limit - len(won)) * OVERFETCH
-            page = self._store.listing(qs.c, 'a/', marker=marker,
-                                       limit=wanted)
-            exhausted = len(page) < wanted
-            if page:
-                marker = page[-1]['name']
+        markers, exhausted = dict(starts), set()
+        while len(won) < limit and len(exhausted) < len(prefixes):
+            page = self._page(qs, markers, exhausted,
+                              (limit - len(won)) * OVERFETCH, ordered)
             fresh = []
             for e in page:
-                if e['name'] not in seen:
+                pos = names.parse_entry(e['name'])[0]
+                if e['name'] not in seen and pos >= (keep.cut or 0):
                     seen.add(e['name'])
                     params = names.ct_params(e.get('content_type'))
                     fresh.append(names.parse_entry(e['name']) + (
-                        params.get('g'), params.get('u')))
+                        params.get('g'), params.get('u'), e['name']))
             advanced = qs.advanced
             while fresh and len(won) < limit:
                 chunk, fresh = self._chunk(fresh, limit - len(won), taken)
@@ -80,7 +86,8 @@ class ClaimController(controller.ClaimController):
             if qs.advanced != advanced and len(won) < limit:
                 # A head left: its group's next member may sort before the
                 # marker. List again from the start (seen entries skipped).
-                marker, exhausted = start, False
+                markers, exhausted = dict(starts), set()
+        pins.after_claim(qs, policy, [entry[3] for entry, _ in won], now)
         if mode == 'pop':
             return claim_id, pops.finish(qs, claim_id, won, now)
         if record['m'] and (not won or self._overran(record)):
@@ -94,9 +101,34 @@ class ClaimController(controller.ClaimController):
             self._store.delete_many(qs.c, [
                 names.claim_obj(claim_id),
                 names.expiry_obj(record['e'], claim_id)])
-        self._store.delete_many(qs.c, [
-            names.avail_obj(*entry[:3]) for entry, _ in won])
+        self._store.delete_many(qs.c, [entry[5] for entry, _ in won])
         return claim_id, self._finish(qs, now, claim_id, won, keep_until)
+
+    def _page(self, qs, markers, exhausted, wanted, ordered):
+        """The next entries of the indexes a claim reads (pins.
+        claim_prefixes), merged by position: where two are listed, only
+        up to the lower of their last positions when both pages are
+        full, so an entry listed later never sorts before one taken."""
+        live = [prefix for prefix in markers if prefix not in exhausted]
+        pages = dict(zip(live, self._store.parallel(
+            lambda prefix: self._store.listing(
+                qs.c, prefix, marker=markers[prefix], limit=wanted), live)))
+        bound = None
+        for page in pages.values():
+            if ordered and len(live) > 1 and len(page) == wanted:
+                last = names.parse_entry(page[-1]['name'])[0]
+                bound = last if bound is None else min(bound, last)
+        out = []
+        for prefix, page in pages.items():
+            kept = [e for e in page if bound is None
+                    or names.parse_entry(e['name'])[0] <= bound]
+            if kept:
+                markers[prefix] = kept[-1]['name']
+            # A short page cut at the bound still holds entries to take.
+            if len(page) < wanted and len(kept) == len(page):
+                exhausted.add(prefix)
+            out += kept
+        return sorted(out, key=lambda e: names.parse_entry(e['name'])[0])
 
     @staticmethod
     def _chunk(fresh, size, taken):
@@ -191,8 +223,7 @@ class ClaimController(controller.ClaimController):
                 # (a claim's expiry racing a pop) has a later attempt
                 # than the locks left tell.
                 qs.remove([(message_id, pos, None, gk)], now)
-                qs.store.delete(qs.c, names.avail_obj(pos, message_id,
-                                                      attempt))
+                qs.store.delete(qs.c, entry[5])
             # Else not first in its group (two posts crossed): it stays
             # filed and is taken once it is the head.
             return None
@@ -206,7 +237,7 @@ class ClaimController(controller.ClaimController):
     def _confirm(self, qs, now, entry, token):
         pos, message_id, attempt, gk = entry[:4]
         lock = names.lock_obj(message_id, attempt)
-        avail = names.avail_obj(pos, message_id, attempt)
+        avail = entry[5]
         if not self._store.confirm(qs.c, lock, token):
             # A rival won this attempt; drop the stale entry.
             self._store.delete(qs.c, avail)
@@ -289,6 +320,9 @@ class ClaimController(controller.ClaimController):
         record = self._live(qs, claim_id, now)
         if record is None:
             return False
+        if any(len(member) > 3 and member[3] for member in record['m']):
+            # Only a grouped claim can keep a sticky client active.
+            pins.touch(qs, sticky.current_client(), now)
         old_expiry = record['e']
         record.update(t=ttl, g=grace, e=now + ttl * 1000)
         keep_until = record['e'] + grace * 1000

@@ -25,6 +25,7 @@ from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import messages
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention
 from zaqar_delay.drivers.swift import state
@@ -166,6 +167,8 @@ class DataDriver(base.DataDriver):
             qs.remove(expired, now)
             for victim in expired:
                 positions.pop(victim[0], None)
+        # Heads filed for a sticky client count as filed (pins.py).
+        pinned = pins.gc_pass(qs, now)
         delayed, members, ready, locks = drafts.indexes(qs)
         locks, more = _drop_leaked_locks(qs, locks, positions, now)
         latest = self._finish_abandoned(qs, container, locks, positions,
@@ -173,7 +176,8 @@ class DataDriver(base.DataDriver):
         filed = drafts.filed_ids(delayed, members, ready, locks)
         more |= drafts.clean(qs, positions, filed, now) >= \
             state.SETTLE_BATCH
-        groups.repair(qs, now, positions, latest, members, delayed + ready)
+        groups.repair(qs, now, positions, latest, members,
+                      delayed + ready + pinned)
         summary.write(qs, now, highest, positions, filed, more)
         return len(expired)
 

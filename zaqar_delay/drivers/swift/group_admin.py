@@ -19,6 +19,7 @@ from zaqar_delay import retention as retention_rules
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import retention as swift_retention
 
 # g/ entries read per listing request while collecting a page of groups.
@@ -30,9 +31,12 @@ def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
     of their keys (= of their encoded ids): id, depth, head, in flight;
     of the messages ``retention`` keeps."""
     qs.settle(now)
-    positions, locks, hints = qs.store.parallel(
+    pins.sweep(qs, now)
+    positions, locks, hints, pinned, activities = qs.store.parallel(
         lambda args: qs.store.listing_all(qs.c, *args),
-        [('p/',), ('l/',), ('x/', 'x/' + names.ms(now) + '0')])
+        [('p/',), ('l/',), ('x/', 'x/' + names.ms(now) + '0'), ('P/',),
+         ('C/',)])
+    clients = pins.clients_of(qs, pinned, activities, now)
     live_claims = {names.parse_expiry(e['name'])[1] for e in hints}
     holder = {}
     for entry in locks:
@@ -67,9 +71,7 @@ def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
                     'depth': 0, 'head': message_id,
                     'in_flight': holder.get(message_id, (0, None))[1]
                     in live_claims,
-                    # No sticky groups on Swift yet (docs/usage.md,
-                    # Sticky consumers).
-                    'client': None}
+                    'client': clients.get(gk)}
             group['depth'] += 1
         if len(page) < PAGE:
             break

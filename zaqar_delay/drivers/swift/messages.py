@@ -15,11 +15,13 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import errors
+from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import retention as swift_retention
 from zaqar_delay.drivers.swift import scan
 from zaqar_delay.drivers.swift import state as swift_state
@@ -31,6 +33,8 @@ POSITION_ATTEMPTS = 5
 
 
 class MessageController(controller.MessageController):
+
+    STICKY_GROUPS = True
 
     def __init__(self, driver):
         super().__init__(driver)
@@ -56,6 +60,9 @@ class MessageController(controller.MessageController):
         a copy its consumer deleted since, nor drop one cut short."""
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        # Only on a sticky queue can a new head already have a pin; copies
+        # (dead letters, moved groups) arrive free whatever the target.
+        qs.sticky = any(m.sticky for m in messages)
         stored = [swift_state.Message(m.id, {}, {
             'b': m.body, 't': m.ttl, 'cr': now - m.age_ms,
             'e': now - m.age_ms + m.ttl * 1000,
@@ -404,6 +411,11 @@ class MessageController(controller.MessageController):
                                                          claim_id)
         elif holder is not None:
             raise storage_errors.MessageIsClaimed(message_id)
+        if claim_id and message.gk is not None:
+            # Only a grouped message's delete can keep a sticky client
+            # active: others send no request for it. Before the removal,
+            # so that the group's next head is filed for this client.
+            pins.touch(qs, sticky.current_client(), now)
         qs.remove([(message.id, message.pos, count, message.gk)], now)
 
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
@@ -419,6 +431,8 @@ class MessageController(controller.MessageController):
                    for _, _, holder in targets):
                 raise storage_errors.ClaimDoesNotMatch(
                     ','.join(claim_ids), queue, project)
+        if any(m.gk is not None for m, _, _ in targets):
+            pins.touch(qs, sticky.current_client(), now)
         qs.remove([(m.id, m.pos, count, m.gk) for m, count, _ in targets],
                   now)
 
@@ -437,6 +451,9 @@ class MessageController(controller.MessageController):
         return group_admin.purge(self._state(queue, project),
                                  self.driver.now_ms(), group)
 
+    def _unpin_group(self, queue, project, group):
+        return pins.unpin(self._state(queue, project), names.group_key(group))
+
     def _move_group(self, queue, project, group, target):
         return group_admin.move(self.driver, queue, project, group, target)
 
@@ -453,10 +470,12 @@ class MessageController(controller.MessageController):
     def _stats(self, queue, project, retention):
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        pins.sweep(qs, now)
         qs.settle(now)
-        (positions, live_hints, delayed_entries, members, ready,
+        (positions, live_hints, pinned, delayed_entries, members, ready,
          locks) = drafts.indexes(qs, [('p/',),
-                                      ('x/', 'x/' + names.ms(now) + '0')])
+                                      ('x/', 'x/' + names.ms(now) + '0'),
+                                      ('P/',)])
         # Drafts (a post cut short before filing) do not count.
         filed = drafts.filed_ids(delayed_entries, members, ready, locks)
         live, group_of = {}, {}
@@ -498,6 +517,8 @@ class MessageController(controller.MessageController):
         if ordered:
             stats['oldest'] = _stat_entry(now, ordered[0][1])
             stats['newest'] = _stat_entry(now, ordered[-1][1])
+        if pinned:
+            stats['groups_pinned'] = len(pinned)
         stats['removed_by_retention'] = swift_retention.removed(qs)
         return stats
 

@@ -73,6 +73,21 @@ object                     holds
 ``w/P``                    a message at position P was removed while the
                            queue had persistent consumers: their ``lost``
                            (consumers.py).
+``P/G``                    sticky group G is pinned (pins.py): Content-Type
+                           ``cl`` (client key U), ``id`` (the client's
+                           id), ``t`` (ms pinned).
+``Q/U/G``                  client U holds group G's pin: what an idle
+                           sweep of U lists.
+``C/U``                    client U's activity on the queue: Content-Type
+                           ``a`` (last ms), ``u`` (active until, ms),
+                           ``st`` (sticky ms), ``id``.
+``K/T/U``                  client U's activity ends at T: listing ``K/``
+                           up to now finds idle clients (as ``x/`` finds
+                           ended claims); an entry whose ``C/U`` is gone
+                           or says U is active again is stale.
+``A/U/P/I/K``              attempt K of a head whose group is pinned to
+                           U, claimable now: filed here instead of
+                           ``a/``, so only U's claims list it.
 ``z/gc``                   what gc's last deep pass saw: Content-Type ``p``
                            (the highest position it listed) and ``next``
                            (ms: when something it saw falls due), so a
@@ -82,6 +97,10 @@ object                     holds
 
 Persistent consumer state is ``v/<consume_id>/<seq>`` in the subscription
 container (consumers.py).
+
+Sticky objects are the upper-case prefixes. Client keys ``U`` are made
+like group keys from the client id (first 64 bytes), so a client id is
+data too: ``[0-9a-f.]``, at most 149 characters.
 
 Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
 first 256 bytes), ``.``, and 20 hex digits of its SHA-256. A group id is
@@ -149,6 +168,7 @@ LAYOUT_CONTAINER = PREFIX + ':layout'
 LAYOUT_OBJ = 'version'
 GROUP_HEX_BYTES = 256
 GROUP_HASH_CHARS = 20
+CLIENT_HEX_BYTES = 64
 
 
 def enc(value):
@@ -219,11 +239,57 @@ def expiry_obj(expires_ms, claim_id):
     return 'x/%s/%s' % (ms(expires_ms), enc(claim_id))
 
 
+def _hex_key(text, hex_bytes):
+    raw = text.encode('utf-8')
+    return '%s.%s' % (raw[:hex_bytes].hex(),
+                      hashlib.sha256(raw).hexdigest()[:GROUP_HASH_CHARS])
+
+
 def group_key(encoded):
     """The name part of a JSON-encoded group id (see the table above)."""
-    raw = encoded.encode('utf-8')
-    return '%s.%s' % (raw[:GROUP_HEX_BYTES].hex(),
-                      hashlib.sha256(raw).hexdigest()[:GROUP_HASH_CHARS])
+    return _hex_key(encoded, GROUP_HEX_BYTES)
+
+
+def client_key(client):
+    """The name part of a sticky client id (see the table above)."""
+    return _hex_key(client, CLIENT_HEX_BYTES)
+
+
+def pin_obj(gk):
+    return 'P/' + gk
+
+
+def held_prefix(ck):
+    return 'Q/%s/' % ck
+
+
+def held_obj(ck, gk):
+    return held_prefix(ck) + gk
+
+
+def activity_obj(ck):
+    return 'C/' + ck
+
+
+def activity_end_obj(until_ms, ck):
+    return 'K/%s/%s' % (ms(until_ms), ck)
+
+
+def parse_activity_end(name):
+    """(until ms, client key) of a ``K/`` entry."""
+    _, until, ck = name.split('/')
+    return int(until), ck
+
+
+def pinned_prefix(ck, position=None, message_id=None):
+    """``A/<ck>/``, or the prefix of one message's attempts there."""
+    if position is None:
+        return 'A/%s/' % ck
+    return 'A/%s/%s/%s/' % (ck, pos(position), enc(message_id))
+
+
+def pinned_obj(ck, position, message_id, attempt):
+    return '%s%d' % (pinned_prefix(ck, position, message_id), attempt)
 
 
 def group_prefix(gk):
@@ -274,10 +340,13 @@ def subscriber_obj(subscriber):
 # -- parsing listing entries ----------------------------------------------
 
 def parse_entry(name):
-    """(position, message id, attempt) of an ``a/`` or ``d/`` entry, with
-    the due time (ms) for ``d/`` entries: (due, position, id, attempt)."""
+    """(position, message id, attempt) of an ``a/``, ``A/`` or ``d/``
+    entry, with the due time (ms) for ``d/`` entries: (due, position, id,
+    attempt)."""
     parts = name.split('/')
-    if parts[0] == 'a':
+    if parts[0] == 'A':
+        parts = parts[:1] + parts[2:]
+    if parts[0] in 'aA':
         return int(parts[1]), parse.unquote(parts[2]), int(parts[3])
     return (int(parts[1]), int(parts[2]), parse.unquote(parts[3]),
             int(parts[4]))

@@ -14,6 +14,7 @@ from zaqar_delay import controller
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
 
 # Index entries settled per operation, so one call never runs unbounded.
 SETTLE_BATCH = 1000
@@ -65,6 +66,14 @@ class QueueState:
         # Grows whenever a removal advanced a group: a claim then lists
         # a/ again, since the next member may sort before its marker.
         self.advanced = 0
+        # Whether the queue is sticky (pins.py): None when the operation
+        # did not read its policy, and then grouped filings read the pin;
+        # False files every head free (a queue that is not sticky, or
+        # copies arriving: dead letters and moved groups come free).
+        self.sticky = None
+        # Pins and client activity read by this operation (pins.py).
+        self.pins = {}
+        self.activity = {}
         self._has_consumers = None
 
     def has_consumers(self):
@@ -120,6 +129,7 @@ class QueueState:
         missing = [v[0] for v in victims if v[2] is None]
         found = dict(zip(missing, self.store.parallel(
             lambda mid: self.latest_lock(mid)[0], missing)))
+        pinned = self._pinned_to([v[3] for v in victims])
         doomed = []
         for message_id, pos, attempts, gk in victims:
             if attempts is None:
@@ -131,6 +141,9 @@ class QueueState:
                        for k in range(1, attempts + 1)]
             doomed += [names.avail_obj(pos, message_id, k)
                        for k in range(1, attempts + 2)]
+            if pinned.get(gk):
+                doomed += [names.pinned_obj(pinned[gk], pos, message_id, k)
+                           for k in range(1, attempts + 2)]
         # Before they go: their consumers count them as lost (consumers.py).
         swift_consumers.mark_gone(self, [v[1] for v in victims])
         self.store.delete_many(self.c, doomed)
@@ -139,6 +152,16 @@ class QueueState:
             self.advanced += 1
             self.store.parallel(lambda gk: groups.advance(self, gk, now),
                                 touched)
+
+    def _pinned_to(self, gks):
+        """{group key: the client key its pin names} (an A/ entry of a
+        removed head goes with it; one filed for an earlier pin is
+        dropped by that client's next claim)."""
+        gks = list(dict.fromkeys(gk for gk in gks if gk))
+        if self.sticky is False or not gks:
+            return {}
+        found = self.store.parallel(lambda gk: pins.pin_of(self, gk), gks)
+        return {gk: pin['cl'] for gk, pin in zip(gks, found) if pin}
 
     def moved_out(self, message_ids):
         """Forget that these messages arrived here as copies: they left by
@@ -223,13 +246,23 @@ class QueueState:
         """File attempt ``attempt`` under ``a/`` (due) or ``d/``; a
         grouped message's entry names its group key, and an entry names
         its poster when the filer knows it (``client``), so a listing
-        without echo skips that poster's messages unread (scan.py)."""
+        without echo skips that poster's messages unread (scan.py). The
+        head of a group pinned to an active client is filed for it
+        (``A/``; ``cl`` on a ``d/`` entry, which settling checks again)."""
+        ck = self._holder(gk, now)
         if due > now:
             name = names.delayed_obj(due, pos, message_id, attempt)
+        elif ck is not None:
+            name = names.pinned_obj(ck, pos, message_id, attempt)
         else:
             name = names.avail_obj(pos, message_id, attempt)
         self.store.put(self.c, name,
-                       content_type=names.content_type(g=gk, u=client))
+                       content_type=names.content_type(g=gk, u=client, cl=ck))
+
+    def _holder(self, gk, now):
+        if gk is None or self.sticky is False:
+            return None
+        return pins.holder(self, gk, now)
 
     def redeliver(self, claim_id, record, ended, now):
         """Make the messages a claim still holds claimable again after the
@@ -261,12 +294,20 @@ class QueueState:
             self.store.parallel(lambda e: self._expire(e['name'], now),
                                 hints)
         if delayed:
-            self.store.parallel(
-                lambda e: self.store.put(
-                    self.c, names.avail_obj(*names.parse_entry(e['name'])[1:]),
-                    content_type=e.get('content_type')),
-                delayed)
+            self.store.parallel(lambda e: self._promote(e, now), delayed)
             self.store.delete_many(self.c, [e['name'] for e in delayed])
+
+    def _promote(self, entry, now):
+        """File a due ``d/`` entry under ``a/``; one filed for a sticky
+        client (``cl``) goes to ``A/`` while its pin and client last."""
+        where = names.parse_entry(entry['name'])[1:]
+        params = names.ct_params(entry.get('content_type'))
+        if not params.get('cl'):
+            self.store.put(self.c, names.avail_obj(*where),
+                           content_type=entry.get('content_type'))
+            return
+        self.make_available(where[0], where[1], where[2], now, now,
+                            params.get('g'), params.get('u'))
 
     def _expire(self, hint, now):
         expires, claim_id = names.parse_expiry(hint)

@@ -1,0 +1,171 @@
+"""Swift: sticky groups cost a claim nothing for groups pinned to other
+clients, and idle clients' groups are freed in bounded batches (requests
+and objects counted on the real test Swift, never timed)."""
+
+from tests.contract.helpers import claim, post
+from zaqar_delay import sticky
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import pins
+
+STICKY_S = 60
+STICKY = {'_message_group_key': 'g', '_message_group_sticky': STICKY_S}
+OTHER, MINE = 'other-client', 'my-client'
+PINNED_TO_OTHER = 200
+
+
+def objects(driver, qs, prefix):
+    return [e['name'] for e in driver.store.listing_all(qs.c, prefix)]
+
+
+def pin_groups(driver, queue, project, client, count):
+    """``count`` one-message groups pinned to ``client``, their heads
+    given back (released) so that they wait under its ``A/`` prefix."""
+    for start in range(0, count, 100):
+        post(driver, queue, project, *[
+            {'g': 'g%04d' % n} for n in range(start, min(start + 100,
+                                                         count))])
+    claims = []
+    with sticky.acting_as(client):
+        while True:
+            claim_id, got = claim(driver, queue, project, limit=20)
+            if not got:
+                break
+            claims.append(claim_id)
+    for claim_id in claims:
+        driver.claim_controller.delete(queue, claim_id, project=project)
+    qs = driver.queue_state(queue, project)
+    ck = names.client_key(client)
+    assert len(objects(driver, qs, names.pinned_prefix(ck))) == count
+    assert len(objects(driver, qs, 'P/')) == count
+    return qs
+
+
+class Listings:
+    """The prefix of every listing (and the number of requests) a call
+    makes."""
+
+    def __init__(self, driver, monkeypatch):
+        self.calls = []
+        original = driver.store.call
+
+        def call(method, *args, **kwargs):
+            self.calls.append((method, kwargs.get('prefix')))
+            return original(method, *args, **kwargs)
+
+        monkeypatch.setattr(driver.store, 'call', call)
+
+    def during(self, fn):
+        self.calls.clear()
+        fn()
+        return list(self.calls)
+
+
+def my_claim(driver, queue, project):
+    with sticky.acting_as(MINE):
+        return claim(driver, queue, project)[1]
+
+
+def test_groups_pinned_to_others_cost_a_claim_nothing(
+        driver, make_queue, project, monkeypatch, clock):
+    crowded, empty = make_queue(STICKY), make_queue(STICKY)
+    pin_groups(driver, crowded, project, OTHER, PINNED_TO_OTHER)
+    for queue in (crowded, empty):
+        post(driver, queue, project, {'g': 'mine'})
+    listings = Listings(driver, monkeypatch)
+    got = []
+    crowded_calls = listings.during(
+        lambda: got.extend(my_claim(driver, crowded, project)))
+    assert [m['body'] for m in got] == [{'g': 'mine'}]
+    listed = {prefix for method, prefix in crowded_calls
+              if method == 'get_container'}
+    mine = names.pinned_prefix(names.client_key(MINE))
+    assert {p for p in listed if p.startswith('A/')} == {mine}, listed
+    assert 'a/' in listed and 'Q/' not in listed and 'P/' not in listed
+    # Request for request what the same claim costs with nothing pinned.
+    empty_calls = listings.during(lambda: my_claim(driver, empty, project))
+    assert len(crowded_calls) == len(empty_calls), (crowded_calls,
+                                                    empty_calls)
+
+
+def test_the_idle_sweep_frees_100_groups_per_call(
+        driver, make_queue, project, monkeypatch, clock):
+    queue = make_queue(STICKY)
+    count = 2 * pins.SWEEP_BATCH + 50
+    qs = pin_groups(driver, queue, project, OTHER, count)
+    ck = names.client_key(OTHER)
+    clock.advance(STICKY_S)
+    left = []
+    for _ in range(3):
+        sweeper = driver.queue_state(queue, project)
+        pins.sweep(sweeper, clock.now_ms)
+        left.append((len(objects(driver, qs, 'P/')),
+                     len(objects(driver, qs, names.held_prefix(ck))),
+                     len(objects(driver, qs, names.pinned_prefix(ck)))))
+    assert left == [(count - 100, count - 100, count - 100),
+                    (count - 200, count - 200, count - 200), (0, 0, 0)]
+    # Every freed head is claimable by anyone, once.
+    assert len(objects(driver, qs, 'a/')) == count
+    assert objects(driver, qs, names.activity_obj(ck)) != []
+    pins.sweep(driver.queue_state(queue, project), clock.now_ms)
+    # A client left with nothing pinned is forgotten.
+    assert objects(driver, qs, 'C/') == objects(driver, qs, 'K/') == []
+    with sticky.acting_as(MINE):
+        assert len(claim(driver, queue, project, limit=20)[1]) == 20
+
+
+def test_an_idle_sweep_stays_bounded(driver, make_queue, project,
+                                     monkeypatch, clock):
+    """One sweep's requests do not grow with the idle client's groups
+    beyond its batch: 150 pinned groups cost what 100 do."""
+    costs = []
+    listings = Listings(driver, monkeypatch)
+    for count in (pins.SWEEP_BATCH, pins.SWEEP_BATCH + 50):
+        queue = make_queue(STICKY)
+        pin_groups(driver, queue, project, OTHER, count)
+        clock.advance(STICKY_S)
+        costs.append(len(listings.during(lambda: pins.sweep(
+            driver.queue_state(queue, project), clock.now_ms))))
+    assert costs[0] == costs[1], costs
+
+
+def test_a_claim_takes_its_pinned_and_free_heads_in_position_order(
+        driver, make_queue, project, clock):
+    """a/ and A/<ck>/ are two listings; one claim at a time (limit 1, so
+    pages of two entries) still gets their heads in posting order."""
+    queue = make_queue(STICKY)
+    post(driver, queue, project, *[{'g': 'p%d' % n} for n in range(3)])
+    with sticky.acting_as(MINE):
+        claim_id, got = claim(driver, queue, project)
+    post(driver, queue, project, *[{'g': g + str(n), 'n': 2}
+                                   for n in range(3) for g in 'pf'])
+    with sticky.acting_as(MINE):
+        for message in got:
+            driver.message_controller.delete(queue, message['id'],
+                                             project=project,
+                                             claim=claim_id)
+        qs = driver.queue_state(queue, project)
+        mine = names.pinned_prefix(names.client_key(MINE))
+        assert len(objects(driver, qs, mine)) == 3
+        assert len(objects(driver, qs, 'a/')) == 3
+        taken = [claim(driver, queue, project, limit=1)[1]
+                 for _ in range(7)]
+    assert [m[0]['body']['g'] for m in taken if m] == [
+        'p0', 'f0', 'p1', 'f1', 'p2', 'f2']
+    assert not taken[-1]
+
+
+def test_gc_files_the_heads_of_a_forgotten_client_for_anyone(
+        driver, make_queue, project, clock):
+    """A filing that raced the sweep forgetting its client leaves a head
+    under A/ of a client nobody lists: gc's deep pass files it free."""
+    queue = make_queue(STICKY)
+    qs = pin_groups(driver, queue, project, OTHER, 2)
+    ck = names.client_key(OTHER)
+    driver.store.delete_many(qs.c, objects(driver, qs, 'C/')
+                             + objects(driver, qs, 'K/'))
+    with sticky.acting_as(MINE):
+        assert claim(driver, queue, project) == (None, [])
+    driver._gc_queue(qs.c)
+    assert objects(driver, qs, names.pinned_prefix(ck)) == []
+    with sticky.acting_as(MINE):
+        assert len(claim(driver, queue, project)[1]) == 2
