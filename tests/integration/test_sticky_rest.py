@@ -1,6 +1,6 @@
 """Sticky consumers end to end (issue 23): a real ``zaqar-server`` on a
-real redis-server (and Zaqar's WSGI app on MongoDB, mongomock in this
-process unless a real server is set, and on the test Swift), and
+real redis-server and on the test Swift (and Zaqar's WSGI app on MongoDB,
+mongomock in this process unless a real server is set), and
 consumer processes with different Client-IDs claiming over REST. While
 every consumer stays active, each group's messages are handled by one
 client, in order; when a client stops, its groups move to the others
@@ -24,6 +24,7 @@ from tests.integration.conftest import Client
 from tests.integration.test_wsgi_retention import patch_metadata
 from localstack import redis_server
 from localstack import zaqar_server
+from localstack.factories import swift as swift_factory
 from zaqar_delay.cmd import groups as groups_command
 
 pytestmark = pytest.mark.integration
@@ -123,9 +124,16 @@ def test_groups_stick_and_move_on_mongodb(served, tmp_path):
     groups_stick_and_move(served[0], tmp_path)
 
 
-@pytest.mark.parametrize('served', ['swift'], indirect=True)
-def test_groups_stick_and_move_on_swift(served, tmp_path):
-    groups_stick_and_move(served[0], tmp_path)
+def test_groups_stick_and_move_on_swift(request, tmp_path):
+    # A real zaqar-server process, as on Redis (mongomock, above, can only
+    # be served from this process).
+    store, options = swift_factory.zaqar_store(request)
+    zaqar = zaqar_server.ZaqarServer(request.getfixturevalue('redis_url'),
+                                     store, options).start()
+    try:
+        groups_stick_and_move(zaqar, tmp_path)
+    finally:
+        zaqar.stop()
 
 
 def groups_stick_and_move(stack, tmp_path):
