@@ -12,6 +12,7 @@ def a_metadata_change_applies_to_the_next_call_on_every_node(
         driver, other, project):
     driver.queue_controller.create('q', project=project)
     post(other, 'q', project, 'a')   # the other node copies {} now
+    listed(other, 'q', project)      # and keeps it, where it can
     driver.queue_controller.set_metadata(
         'q', {'_default_message_delay': 600}, project=project)
     post(other, 'q', project, 'b')
@@ -25,6 +26,7 @@ def a_queue_deleted_on_one_node_is_gone_on_the_next_call_of_another(
         driver, other, project):
     driver.queue_controller.create('q', project=project)
     post(other, 'q', project, 'a')
+    listed(other, 'q', project)
     driver.queue_controller.delete('q', project=project)
     with pytest.raises(storage_errors.QueueDoesNotExist):
         post(other, 'q', project, 'b')

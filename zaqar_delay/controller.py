@@ -27,6 +27,7 @@ that touch its store. The contract, stated once:
 import abc
 import dataclasses
 import datetime
+import functools
 
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
@@ -41,6 +42,19 @@ from zaqar_delay import rules
 from zaqar_delay import sticky
 from zaqar_delay.conf import limits
 from zaqar_delay.conf import retention as retention_options
+
+
+def _policy_call(method):
+    """A public call that reads its queue's policy: with a backend that
+    checks generations in its requests, that read may come from the
+    process's cached copy, and the call runs again if the copy was stale
+    (metadata_copy.run_operation)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        return metadata_copy.run_operation(
+            self.driver.metadata_copies,
+            lambda: method(self, *args, **kwargs))
+    return run
 
 
 class MessageController(storage.Message, metaclass=abc.ABCMeta):
@@ -166,6 +180,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     # -- Zaqar's API -------------------------------------------------------
 
+    @_policy_call
     def post(self, queue, messages, client_uuid, project=None):
         policy = self.policy(queue, project)
         prepared = rules.prepare_messages(
@@ -178,28 +193,44 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def list(self, queue, project=None, marker=None,
              limit=storage.DEFAULT_MESSAGES_PER_PAGE, echo=False,
              client_uuid=None, include_claimed=False, include_delayed=False):
+        messages, next_marker = self._page(
+            queue, project, marker, limit, echo, client_uuid,
+            include_claimed, include_delayed)
+        yield iter(messages)
+        yield next_marker
+
+    @_policy_call
+    def _page(self, queue, project, marker, limit, echo, client_uuid,
+              include_claimed, include_delayed):
+        """list's (messages, marker of the next page)."""
         rules.check_limit(limit, self._limits.max_messages_per_page)
         client = None if client_uuid is None else str(client_uuid)
-        reader = None
-        if client is not None:
-            _, reader = self._consumer(queue, project, client)
-        if reader is not None:
-            # A persistent consumer's marker is its cursor: one that names
-            # no position is refused (400), never an empty page forever.
-            messages, next_marker = self._consumer_page(
-                queue, project, reader, reader.position_of(marker), limit)
-        else:
-            position = _parse_marker(marker)
+        position = _parse_marker(marker)
+        listing = reader = None
+        if client is None:
             if position is _UNKNOWN_MARKER:
-                yield iter([])
-                yield marker
-                return
-            messages, next_marker = self._list(
+                return [], marker
+            listing = self._list(
                 queue, project, position, limit, bool(echo), client,
                 bool(include_claimed), bool(include_delayed),
                 self.retention_of(queue, project))
-        yield iter(messages)
-        yield str(next_marker) if next_marker is not None else marker
+        elif position is _UNKNOWN_MARKER:
+            _, reader = self._consumer(queue, project, client)
+            if reader is None:
+                return [], marker
+        else:
+            reader, listing = self._list_unless_consumer(
+                queue, project, position, limit, bool(echo), client,
+                bool(include_claimed), bool(include_delayed),
+                self.retention_of(queue, project))
+        if reader is not None:
+            # A persistent consumer's marker is its cursor: one that names
+            # no position is refused (400), never an empty page forever.
+            listing = self._consumer_page(
+                queue, project, reader, reader.position_of(marker), limit)
+        messages, next_marker = listing
+        return messages, (str(next_marker) if next_marker is not None
+                          else marker)
 
     def _consumer_page(self, queue, project, reader, marker, limit):
         """A persistent consumer's page (see consumers.py): acknowledge up
@@ -246,6 +277,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             return skipped
         return skipped - self._given_up(queue, project, *gap)
 
+    @_policy_call
     def first(self, queue, project=None, sort=1):
         if sort not in (1, -1):
             raise ValueError('sort must be either 1 (ascending) '
@@ -256,6 +288,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             raise storage_errors.QueueIsEmpty(queue, project)
         return message
 
+    @_policy_call
     def get(self, queue, message_id, project=None):
         found = self._get_many(queue, project, [message_id],
                                self.retention_of(queue, project))
@@ -264,6 +297,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
                                                      project)
         return found[0]
 
+    @_policy_call
     def bulk_get(self, queue, message_ids, project=None):
         return iter(self._get_many(queue, project, list(message_ids),
                                    self.retention_of(queue, project)))
@@ -277,6 +311,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         self._bulk_delete(queue, project, list(message_ids),
                           list(claim_ids) if claim_ids else None)
 
+    @_policy_call
     def pop(self, queue, limit, project=None):
         rules.check_limit(limit, rules.pop_bound(
             self._limits.max_messages_per_claim_or_pop))
@@ -290,6 +325,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             return []
         return self._pop(queue, project, limit, policy)
 
+    @_policy_call
     def stats(self, queue, project=None):
         """Zaqar's queue stats, with what retention keeps and removed."""
         kept = self.retention_of(queue, project)
@@ -302,6 +338,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             report['consumers'] = {'live': live, 'idle': idle}
         return {'messages': counts, 'retention': report}
 
+    @_policy_call
     def clean(self, queue, project, batch):
         """Remove up to ``batch`` messages that retention no longer keeps
         from ``queue``; returns (removed, more): ``more`` is True when the
@@ -485,6 +522,20 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         messages after position ``marker`` (None: from the start), leaving
         out what ``retention`` no longer keeps."""
 
+    def _list_unless_consumer(self, queue, project, marker, limit, echo,
+                              client_uuid, include_claimed, include_delayed,
+                              retention):
+        """(the consumers.Consumer, None) when ``client_uuid`` is a
+        persistent consumer of the queue (its listing is a consumer page),
+        else (None, what _list returns). A backend may answer both in one
+        request."""
+        _, reader = self._consumer(queue, project, client_uuid)
+        if reader is not None:
+            return reader, None
+        return None, self._list(queue, project, marker, limit, echo,
+                                client_uuid, include_claimed,
+                                include_delayed, retention)
+
     @abc.abstractmethod
     def _first(self, queue, project, sort, retention):
         """The oldest (1) or newest (-1) due message that ``retention``
@@ -543,6 +594,7 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
                                           self._limits.max_claim_ttl,
                                           self._limits.max_claim_grace)
 
+    @_policy_call
     def create(self, queue, metadata, project=None,
                limit=storage.DEFAULT_MESSAGES_PER_CLAIM):
         ttl, grace = self._check_claim(metadata)

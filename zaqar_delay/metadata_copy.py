@@ -25,8 +25,13 @@ unnoticed. See docs/redis.md, *Round trips per call*, and docs/mongodb.md,
 """
 
 import abc
+import collections
+import contextlib
+import contextvars
 import functools
 import inspect
+import threading
+import time
 import weakref
 
 COPY_TTL_MS = 60 * 1000
@@ -35,6 +40,10 @@ COPY_TTL_MS = 60 * 1000
 GENERATION_TTL_MS = 24 * 3600 * 1000
 # The control store's queue controller methods that change a queue.
 WRITES = ('create', 'set_metadata', 'delete')
+# Queues whose copy one process keeps at most (ProcessCache).
+PROCESS_CACHE_SIZE = 10000
+# Runs of an operation with the process's copies before one without.
+CACHED_RUNS = 2
 
 
 class Copies(metaclass=abc.ABCMeta):
@@ -54,10 +63,173 @@ class Copies(metaclass=abc.ABCMeta):
     def forget(self, queue, project):
         """Bump the generation and drop the copy."""
 
+    # A backend whose store can check a generation in the same request
+    # that acts (Redis' scripts) sets a ProcessCache here, and implements
+    # ``current``; see ``operation``.
+    process_cache = None
+
+    def current(self, queue, project, generation):
+        """Whether the queue's generation is still ``generation``: one
+        request, for an operation that ends without acting."""
+        raise NotImplementedError
+
+
+class StaleCopy(Exception):
+    """The data store's generation moved since this process cached the
+    copy: the request that found it did nothing."""
+
+
+class ProcessCache:
+    """The copies this process read, each with its generation and the
+    monotonic time it must be read again by (when the copy or its
+    generation expires in the store): least recently used dropped first."""
+
+    def __init__(self, size=PROCESS_CACHE_SIZE):
+        self._size = size
+        self._entries = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, queue, project):
+        """(metadata, generation) or None."""
+        key = (queue, project)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry[2] <= time.monotonic():
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry[0], entry[1]
+
+    def put(self, queue, project, metadata, generation, ttl_ms):
+        with self._lock:
+            self._entries[(queue, project)] = (
+                metadata, generation, time.monotonic() + ttl_ms / 1000)
+            self._entries.move_to_end((queue, project))
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def drop(self, queue, project):
+        with self._lock:
+            self._entries.pop((queue, project), None)
+
+
+class _Operation:
+    """One public call's use of the process cache. At most one metadata
+    read is served from the cache (``assumed``), and only before the call
+    acted: the next script the call runs then carries the generation
+    (take_assumed), and finding it moved, does nothing, so the call can
+    run again."""
+
+    def __init__(self, copies):
+        self.copies = copies
+        self.assumed = None      # (queue, project, generation)
+        self.used = None         # (queue, project) served from the cache
+        self.acted = False
+
+
+_operation = contextvars.ContextVar('zaqar_delay_metadata_operation',
+                                    default=None)
+
+
+def run_operation(copies, call):
+    """``call()``, a public message or claim call, served by the process's
+    cached copies where that is exact (see _Operation): run again when a
+    generation it assumed has moved, and at last without the cache (each
+    read then reads the store, as without a process cache)."""
+    if copies is None or copies.process_cache is None or \
+            _operation.get() is not None:
+        return call()
+    for _ in range(CACHED_RUNS):
+        operation = _Operation(copies)
+        token = _operation.set(operation)
+        try:
+            result = call()
+        except StaleCopy:
+            _forget_used(operation)
+            continue
+        except Exception:
+            if _confirmed(operation):
+                raise
+            continue
+        finally:
+            _operation.reset(token)
+        if _confirmed(operation):
+            return result
+    token = _operation.set(_Operation(None))
+    try:
+        return call()
+    finally:
+        _operation.reset(token)
+
+
+def _confirmed(operation):
+    """Whether what ``operation`` assumed and never checked in a script
+    (it ended before acting) is still current; if not, forget it."""
+    if operation.assumed is None:
+        return True
+    queue, project, generation = operation.assumed
+    if operation.copies.current(queue, project, generation):
+        return True
+    _forget_used(operation)
+    return False
+
+
+def _forget_used(operation):
+    if operation.used is not None:
+        operation.copies.process_cache.drop(*operation.used)
+
+
+def take_assumed(queue, project, repeatable=False):
+    """Called before a request on ``queue`` that may act (a script): the
+    generation that request must check, when the call assumed ``queue``'s
+    and has not checked it yet (None: check nothing). An assumption about
+    another queue is checked first, in a request of its own (StaleCopy).
+    ``repeatable``: the request changes nothing a caller sees when the
+    whole call runs again (a read, and the housekeeping reads do), so the
+    call may still read a cached policy after it."""
+    operation = _operation.get()
+    if operation is None:
+        return None
+    if not repeatable:
+        operation.acted = True
+    if operation.assumed is None:
+        return None
+    assumed_queue, assumed_project, generation = operation.assumed
+    operation.assumed = None
+    if (assumed_queue, assumed_project) == (queue, project):
+        return generation
+    if not operation.copies.current(assumed_queue, assumed_project,
+                                    generation):
+        _forget_used(operation)
+        raise StaleCopy()
+    return None
+
+
+def _cached(copies, queue, project):
+    operation = _operation.get()
+    if operation is None or operation.copies is not copies or \
+            operation.acted or operation.used is not None:
+        return None
+    found = copies.process_cache.get(queue, project)
+    if found is None:
+        return None
+    metadata, generation = found
+    operation.assumed = (queue, project, generation)
+    operation.used = (queue, project)
+    return metadata
+
 
 def read(copies, queue, project, from_control_store):
     """The queue's metadata: the copy, or ``from_control_store()`` (which
-    raises QueueDoesNotExist for a queue that is not), copied."""
+    raises QueueDoesNotExist for a queue that is not), copied. Within a
+    ``run_operation`` of a backend with a process cache, the first read
+    may come from that cache (no request)."""
+    if copies.process_cache is not None:
+        cached = _cached(copies, queue, project)
+        if cached is not None:
+            return cached
     copy, generation = copies.find(queue, project)
     if copy is not None:
         return copy

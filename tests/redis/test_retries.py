@@ -15,6 +15,7 @@ import pytest
 import redis as redis_py
 
 from tests.contract.helpers import claim, listed, post
+from localstack import backends
 from localstack.factories import redis as factories_redis
 from zaqar_delay import consumers
 from zaqar_delay import errors
@@ -37,7 +38,8 @@ def lose_next_reply(driver, conf, monkeypatch):
     def lossy(*args, **kwargs):
         result = original(*args, **kwargs)
         # The queue's metadata copy is not the call under test.
-        if armed and args[0] not in ('meta_fill', 'meta_forget'):
+        if armed and args[0] not in ('meta_read', 'meta_fill',
+                                     'meta_forget'):
             between = armed.pop()
             between()
             raise redis_py.exceptions.ConnectionError('reply lost')
@@ -48,6 +50,25 @@ def lose_next_reply(driver, conf, monkeypatch):
     def arm(between=lambda: None):
         armed.append(between)
     return arm
+
+
+def test_a_post_retried_after_a_metadata_change_stores_it_once(
+        driver, conf, redis_url, project, lose_next_reply):
+    # The first attempt passed its generation check and stored; its reply
+    # was lost and the metadata changed before the retry. The retry must
+    # not check the generation again (it would answer "stale", and the
+    # post would run again with new ids): it finds its ids stored.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'warm-up')
+    listed(driver, 'q', project)
+    other = redis_driver.DataDriver(
+        conf, None, backends.control_driver(conf, redis_url))
+    lose_next_reply(lambda: other.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project))
+    post(driver, 'q', project, 'once')
+    assert [m['body'] for m in listed(driver, 'q', project,
+                                      include_delayed=True)] == [
+        'warm-up', 'once']
 
 
 def test_a_retried_pop_returns_the_batch_it_took(driver, project,

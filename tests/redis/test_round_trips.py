@@ -7,13 +7,18 @@ count. Commands a script runs inside Redis are counted with ``INFO
 commandstats``.
 """
 
+import time
+import uuid
+
 import pytest
 import redis as redis_py
 
 from benchmarks import round_trips
 from localstack import backends
 from tests import metadata_copies
-from tests.contract.helpers import claim, listed, post
+from tests.contract.helpers import CLIENT, claim, listed, post
+from zaqar_delay import errors
+from zaqar_delay import sticky
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
@@ -81,20 +86,114 @@ def second_node(driver, conf, redis_url):
                                    backends.control_driver(conf, redis_url))
 
 
-def test_post_claim_and_list_read_no_control_store_once_warm(
-        driver, project):
+def warm(driver, project, queue='q'):
+    """Two calls: the first fills the copy, the second reads it into the
+    process's cache."""
+    post(driver, queue, project, 'warm-up')
+    listed(driver, queue, project)
+
+
+def test_every_hot_call_is_one_round_trip_once_warm(driver, project):
     driver.queue_controller.create('q', project=project)
-    post(driver, 'q', project, 'warm-up')
-    claim(driver, 'q', project)
-    listed(driver, 'q', project)
+    warm(driver, project)
+    post(driver, 'q', project, 'to get')
+    message_id = listed(driver, 'q', project)[-1]['id']
+    messages = driver.message_controller
     control = driver.control_driver.connection
-    for call in (lambda: post(driver, 'q', project, *range(10)),
-                 lambda: claim(driver, 'q', project, limit=10),
-                 lambda: listed(driver, 'q', project)):
+    claims = []
+    calls = {
+        'post': lambda: post(driver, 'q', project, *range(10)),
+        'claim': lambda: claims.append(claim(driver, 'q', project, limit=10)),
+        'list': lambda: list(next(messages.list(
+            'q', project=project, client_uuid=CLIENT, include_claimed=True))),
+        'get': lambda: messages.get('q', message_id, project=project),
+        'first': lambda: messages.first('q', project=project),
+        'pop': lambda: messages.pop('q', 2, project=project),
+        'delete': lambda: messages.delete('q', message_id, project=project,
+                                          claim=claims[0][0]),
+    }
+    for name in ('claim', 'list', 'get', 'first'):
+        calls[name]()   # loads the call's scripts into Redis once
+    messages.delete('q', str(uuid.uuid4()), project=project)
+    sent = {}
+    for name, call in calls.items():
         with round_trips.counting() as counter:
             call()
-        # The metadata copy, then the script.
-        assert (counter.of(driver.connection), counter.of(control)) == (2, 0)
+        sent[name] = (counter.of(driver.connection), counter.of(control))
+    # The script alone: the policy comes from the process's copy, whose
+    # generation the script checks before it acts.
+    assert sent == {name: (1, 0) for name in calls}
+
+
+def test_a_stale_cached_policy_acts_on_nothing_and_the_call_runs_again(
+        driver, conf, redis_url, raw, project):
+    other = second_node(driver, conf, redis_url)
+    driver.queue_controller.create('q', project=project)
+    warm(other, project)
+    driver.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    raw.config_resetstat()
+    # The other node's cache still says "no delay": its post script finds
+    # the generation moved, stores nothing, and the post runs again with
+    # the policy read afresh.
+    post(other, 'q', project, 'delayed')
+    bodies = [m['body'] for m in listed(other, 'q', project,
+                                        include_delayed=True)]
+    assert bodies == ['warm-up', 'delayed']
+    assert [m['body'] for m in listed(other, 'q', project)] == ['warm-up']
+    assert raw.info('commandstats')['cmdstat_evalsha']['calls'] >= 2
+
+
+def test_a_refusal_by_a_stale_cached_policy_is_checked_first(
+        driver, conf, redis_url, project):
+    # A call that ends before any script (here a claim without a client
+    # on a queue its cache says is sticky) checks the generation it
+    # assumed before it answers.
+    other = second_node(driver, conf, redis_url)
+    driver.queue_controller.create(
+        'q', {'_message_group_key': 'g', '_message_group_sticky': 60},
+        project=project)
+    post(other, 'q', project, 'warm-up', 'second')
+    with sticky.acting_as(str(CLIENT)):
+        listed(other, 'q', project)
+    with pytest.raises(errors.InvalidInput):
+        other.claim_controller.create('q', {'ttl': 60, 'grace': 60},
+                                      project=project, limit=1)
+    driver.queue_controller.set_metadata('q', {}, project=project)
+    claim_id, claimed = other.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 60}, project=project, limit=1)
+    assert claim_id is not None and len(list(claimed)) == 1
+
+
+def test_a_metadata_change_on_this_node_is_not_served_from_its_cache(
+        driver, project):
+    driver.queue_controller.create('q', project=project)
+    warm(driver, project)
+    driver.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    with round_trips.counting() as counter:
+        post(driver, 'q', project, 'delayed')
+    # The write dropped this node's cached copy: read, fill, post; no
+    # stale script first.
+    assert counter.of(driver.connection) == 3
+    assert [m['body'] for m in listed(driver, 'q', project)] == ['warm-up']
+
+
+def test_the_process_keeps_a_copy_no_longer_than_the_store_does(
+        driver, raw, project):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'fills the copy')
+    prefix = keys.queue_prefix('q', project)
+    raw.pexpire(prefix + ':meta', 200)
+    raw.set(prefix + ':metagen', '7', px=100)
+    driver.metadata_copies.process_cache.drop('q', project)
+    copy, generation = driver.metadata_copies.find('q', project)
+    assert (copy, generation) == ({}, '7')
+    assert driver.metadata_copies.process_cache.get('q', project) == (
+        {}, '7')
+    time.sleep(0.15)
+    # The generation expired first: a change could start it again at 7.
+    assert driver.metadata_copies.process_cache.get('q', project) is None
 
 
 def test_a_metadata_change_applies_to_the_next_call_on_every_node(

@@ -13,6 +13,7 @@ from redis import retry
 from redis import sentinel
 
 from zaqar_delay import errors
+from zaqar_delay import metadata_copy
 from zaqar_delay import tally
 
 LOG = logging.getLogger(__name__)
@@ -218,6 +219,11 @@ def maybe_ran(exc):
     return True
 
 
+# A script's answer when the queue's metadata generation moved under the
+# call's cached policy (scripts.STALE): it ran nothing.
+STALE_REPLY = 'ZDSTALE'
+
+
 def guarded(call, attempts, sleep, loading_wait=0.0, kept_until=None):
     """Run ``call()``; retry lost connections, then raise Zaqar's error.
 
@@ -289,5 +295,7 @@ def guarded(call, attempts, sleep, loading_wait=0.0, kept_until=None):
                 raise _given_up(exc)
             back_off(exc)
         except redis.exceptions.ResponseError as exc:
+            if str(exc).startswith(STALE_REPLY):
+                raise metadata_copy.StaleCopy() from exc
             LOG.error('Redis refused an operation: %s', exc)
             raise _given_up(exc)

@@ -10,6 +10,7 @@ from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
 from zaqar_delay import errors
+from zaqar_delay import metadata_copy
 from zaqar_delay.conf import redis as redis_conf
 from zaqar_delay.drivers.redis import claims
 from zaqar_delay.drivers.redis import connection
@@ -153,11 +154,16 @@ class DataDriver(base.DataDriver):
         (connection.guarded)."""
         attempts = itertools.count()
         kept_until = self.result_kept_until() if keeps_result else None
+        # Checked on the first attempt only: a retry after a lost reply
+        # must do what that first run did, which the check let through.
+        assumed = metadata_copy.take_assumed(
+            queue, project, repeatable=name in scripts.REPEATABLE)
 
         def run(client):
-            return self.scripts.run(name, queue, project,
-                                    *args_of(next(attempts) == 0),
-                                    client=client)
+            first = next(attempts) == 0
+            return self.scripts.run(name, queue, project, *args_of(first),
+                                    client=client,
+                                    generation=assumed if first else None)
         if client is not None:
             return run(client)
         if self.store_conf.replica_acks:

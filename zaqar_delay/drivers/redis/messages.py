@@ -77,20 +77,39 @@ class MessageController(controller.MessageController):
 
     def _list(self, queue, project, marker, limit, echo, client_uuid,
               include_claimed, include_delayed, retention):
+        return self._listing(queue, project, marker, limit, echo,
+                             client_uuid, include_claimed, include_delayed,
+                             retention, unless_consumer=False)[1]
+
+    def _list_unless_consumer(self, queue, project, marker, limit, echo,
+                              client_uuid, include_claimed, include_delayed,
+                              retention):
+        # Zaqar names the client on every listing: the first list.lua call
+        # also answers whether it is a persistent consumer.
+        return self._listing(queue, project, marker, limit, echo,
+                             client_uuid, include_claimed, include_delayed,
+                             retention, unless_consumer=True)
+
+    def _listing(self, queue, project, marker, limit, echo, client_uuid,
+                 include_claimed, include_delayed, retention,
+                 unless_consumer):
         # Each list.lua call reads a bounded number of ids; a page that
         # filters many out is assembled from several calls.
         page, next_marker, after = [], None, marker
         while True:
-            now, last, flat, resume = self._run(
+            now, last, flat, resume, *consumer = self._run(
                 'list', queue, project, '' if after is None else after,
                 limit - len(page), int(include_claimed),
                 int(include_delayed), int(echo), client_uuid or '',
-                *retention_args(retention))
+                *retention_args(retention), int(unless_consumer))
+            if consumer:
+                return _consumers_from(consumer[0])[0], None
+            unless_consumer = False
             page += wire.messages(now, flat)
             if last:
                 next_marker = int(last)
             if len(page) >= limit or not resume:
-                return page, next_marker
+                return None, (page, next_marker)
             after = int(resume)
 
     def _first(self, queue, project, sort, retention):
@@ -174,11 +193,7 @@ class MessageController(controller.MessageController):
     def _consumers_of(self, queue, project, consume_id, rank=0):
         now, flat, next_rank = self._run('consumers', queue, project,
                                          consume_id, rank, CONSUMERS_PAGE)
-        return now, [consumers.Consumer(
-            consume_id=wire.text(flat[i]), cursor=_position(flat[i + 1]),
-            handed=_position(flat[i + 2]), lost=int(flat[i + 3]),
-            last_active_ms=int(flat[i + 4]))
-            for i in range(0, len(flat), 5)], _position(next_rank)
+        return now, _consumers_from(flat), _position(next_rank)
 
     def _live_readers(self, queue, project):
         # From indexes, a few reads however many consumers (readers.lua);
@@ -289,6 +304,15 @@ class MessageController(controller.MessageController):
                     'group_move', queue, project, group, '', 'continue'))
             if not more:
                 return total
+
+
+def _consumers_from(flat):
+    """Consumers from consumers.lua's wire list (5 fields each)."""
+    return [consumers.Consumer(
+        consume_id=wire.text(flat[i]), cursor=_position(flat[i + 1]),
+        handed=_position(flat[i + 2]), lost=int(flat[i + 3]),
+        last_active_ms=int(flat[i + 4]))
+        for i in range(0, len(flat), 5)]
 
 
 def retention_args(retention):

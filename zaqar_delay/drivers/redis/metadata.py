@@ -1,10 +1,13 @@
 """Redis' copies of queue metadata (zaqar_delay/metadata_copy.py).
 
 ``Q:meta`` holds the copy (the metadata as JSON, in the queue's hash
-tag), ``Q:metagen`` its generation; both are read in one ``MGET``.
-``meta_fill`` stores a copy only if the generation is the one read with
-the miss; ``meta_forget`` bumps the generation and deletes the copy. See
-docs/redis.md, *Round trips per call*.
+tag), ``Q:metagen`` its generation; ``meta_read`` reads both, and how
+long each lasts, in one request. ``meta_fill`` stores a copy only if the
+generation is the one read with the miss; ``meta_forget`` bumps the
+generation and deletes the copy. Each process also keeps the copies it
+read (metadata_copy.ProcessCache): every queue script checks the
+generation it is sent before it acts (scripts.py), so a call served from
+that cache is one round trip. See docs/redis.md, *Round trips per call*.
 """
 
 import json
@@ -18,13 +21,19 @@ class RedisCopies(metadata_copy.Copies):
 
     def __init__(self, driver):
         self._driver = driver
+        self.process_cache = metadata_copy.ProcessCache()
 
     def find(self, queue, project):
-        prefix = keys.queue_prefix(queue, project)
-        copy, gen = self._driver.guarded(lambda: self._driver.connection.mget(
-            prefix + ':meta', prefix + ':metagen'))
-        return (None if copy is None else json.loads(copy),
-                None if gen is None else wire.text(gen))
+        copy, gen, lasts_ms = self._driver.guarded(
+            lambda: self._driver.scripts.run('meta_read', queue, project))
+        gen = wire.text(gen) or None
+        if not copy:
+            return None, gen
+        metadata = json.loads(copy)
+        if lasts_ms > 0:
+            self.process_cache.put(queue, project, metadata, gen or '',
+                                   lasts_ms)
+        return metadata, gen
 
     def fill(self, queue, project, generation, metadata):
         # A copy, not an acknowledged write: no replica_acks WAIT for it.
@@ -34,5 +43,11 @@ class RedisCopies(metadata_copy.Copies):
             metadata_copy.COPY_TTL_MS))
 
     def forget(self, queue, project):
+        self.process_cache.drop(queue, project)
         self._driver.run_script('meta_forget', queue, project,
                                 metadata_copy.GENERATION_TTL_MS)
+
+    def current(self, queue, project, generation):
+        found = self._driver.guarded(lambda: self._driver.connection.get(
+            keys.queue_prefix(queue, project) + ':metagen'))
+        return ('' if found is None else wire.text(found)) == generation

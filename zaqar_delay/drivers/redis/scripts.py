@@ -13,7 +13,15 @@ QUEUE_SCRIPTS = ('post', 'claim', 'list', 'first', 'get', 'delete',
                  'group_purge', 'group_move', 'group_unpin', 'clean', 'consumers',
                  'consumer_register', 'consumer_forget', 'consumer_update',
                  'count_after', 'readers', 'consumer_subscribed',
-                 'layout_free', 'meta_fill', 'meta_forget', 'notified')
+                 'layout_free', 'meta_read', 'meta_fill', 'meta_forget',
+                 'notified')
+
+# Scripts whose effects a caller cannot tell apart when its whole call
+# runs again: reads, and the housekeeping they do on the way (settling
+# due messages, filing indexes). See metadata_copy.take_assumed.
+REPEATABLE = frozenset({
+    'list', 'first', 'get', 'stats', 'count_after', 'consumers', 'readers',
+    'claim_get', 'groups', 'meta_read'})
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,9 +43,15 @@ class QueueScripts:
                          for name in QUEUE_SCRIPTS}
         self.clock = None
 
-    def run(self, name, queue, project, *args, client=None):
+    def run(self, name, queue, project, *args, client=None,
+            generation=None):
+        """``generation``: the queue's metadata generation the call
+        assumed (metadata_copy.take_assumed; '' for none), or None to
+        check nothing. When it moved the script does nothing and answers
+        connection.STALE_REPLY."""
         now = '' if self.clock is None else str(int(self.clock()))
+        check = '' if generation is None else 'g' + generation
         return self._scripts[name](
             keys=keys.queue_keys(queue, project),
-            args=[keys.queue_prefix(queue, project), now, *args],
+            args=[keys.queue_prefix(queue, project), now, check, *args],
             client=client or self._client)

@@ -29,6 +29,16 @@
 -- for the next call or gc. Reads stay exact meanwhile: read() refuses
 -- expired messages, and only due messages are ever filed under avail.
 
+-- ARGV[3], taken out here so that each script's own arguments start at
+-- ARGV[3]: '' or 'g' .. the metadata generation the caller's cached
+-- policy was read at (metadata.py); when Q:metagen moved since, the
+-- script answers ZDSTALE before it reads or writes anything else.
+local ASSUMED_GENERATION = table.remove(ARGV, 3)
+if ASSUMED_GENERATION ~= '' and ASSUMED_GENERATION ~=
+    'g' .. (redis.call('GET', ARGV[1] .. ':metagen') or '') then
+  return redis.error_reply('ZDSTALE queue metadata changed')
+end
+
 local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local GROUPS, DELETED = KEYS[9], KEYS[10]

@@ -4,6 +4,10 @@
 -- ARGV[5] include claimed 1/0                  ARGV[8] client UUID
 -- ARGV[9] retention time (ms, 0: none)         ARGV[10] length (0: none)
 -- ARGV[11] read-by-all cut ('' none, -1: nothing read by all yet)
+-- ARGV[12] 1: when the client is a live persistent consumer of the
+--          queue, list nothing and answer {NOW, '', {}, '', {its fields
+--          as consumers.lua returns them}}: its listing is a consumer
+--          page, which the caller builds
 -- Messages retention no longer keeps are left out, and a backlog that
 -- retention hides is not read: everything free before the position where
 -- kept messages may start is not kept, so the page starts there, and
@@ -21,6 +25,12 @@
 -- bounded and the pages it assembles are full.
 -- Returns {NOW, last position ('' if none), {message wire fields...},
 -- resume position ('' when the page is full or the queue ended)}.
+if ARGV[12] == '1' and ARGV[8] ~= '' then
+  local f = redis.call('HMGET', conkey(ARGV[8]), 'c', 'h', 'l', 'a')
+  if f[4] and consumer_live(ARGV[8]) then
+    return {NOW, '', {}, '', {ARGV[8], f[1], f[2], f[3], f[4]}}
+  end
+end
 local marker, limit = ARGV[3], tonumber(ARGV[4])
 local with_claimed, with_delayed = ARGV[5] == '1', ARGV[6] == '1'
 local echo, client = ARGV[7] == '1', ARGV[8]
