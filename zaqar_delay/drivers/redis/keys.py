@@ -178,12 +178,13 @@ field  meaning
 Global keys: ``zd:queues`` (set of ``<project>/<queue>`` tags, for ``gc``).
 """
 
+import functools
 from urllib import parse
 
 PREFIX = 'zd'
 QUEUE_REGISTRY = PREFIX + ':queues'
 
-# Order of KEYS[] in every queue script (see lua/_common.lua).
+# A queue's keys, each <queue prefix>:<suffix> (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
                       'claims', 'outbox', 'groups', 'deleted', 'free',
                       'removed', 'floor', 'readfloor', 'consumers')
@@ -195,13 +196,22 @@ def queue_tag(queue, project):
                           parse.quote(queue, safe=''))
 
 
+@functools.lru_cache(maxsize=10000)
 def queue_prefix(queue, project):
     return '%s:{%s}' % (PREFIX, queue_tag(queue, project))
 
 
 def queue_keys(queue, project):
+    """Every key of QUEUE_KEY_SUFFIXES, in that order."""
     prefix = queue_prefix(queue, project)
     return [prefix + ':' + suffix for suffix in QUEUE_KEY_SUFFIXES]
+
+
+@functools.lru_cache(maxsize=10000)
+def script_keys(queue, project):
+    """The KEYS of a queue script: the first queue key alone, which
+    routes the call; the script builds the others (_common.lua)."""
+    return (queue_prefix(queue, project) + ':' + QUEUE_KEY_SUFFIXES[0],)
 
 
 def message_key(queue, project, message_id):

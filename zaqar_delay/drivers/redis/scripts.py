@@ -52,6 +52,6 @@ class QueueScripts:
         now = '' if self.clock is None else str(int(self.clock()))
         check = '' if generation is None else 'g' + generation
         return self._scripts[name](
-            keys=keys.queue_keys(queue, project),
+            keys=keys.script_keys(queue, project),
             args=[keys.queue_prefix(queue, project), now, check, *args],
             client=client or self._client)

@@ -1,18 +1,22 @@
 -- Prepended to every queue script (see scripts.py); the key layout is in
 -- keys.py.
 --
--- KEYS[1] msgs    zset id -> position      KEYS[6] seq     string
--- KEYS[2] avail   zset id -> position      KEYS[7] claims  zset claim -> exp
--- KEYS[3] delayed zset id -> due (d)       KEYS[8] outbox  zset id -> pos
--- KEYS[4] claimed zset id -> claim expiry  KEYS[9] groups  zset group -> 0
--- KEYS[5] expiry  zset id -> expires     KEYS[10] deleted zset id -> when
--- KEYS[11] free   zset id -> position (live messages not under a claim)
--- KEYS[12] removed string: messages retention removed so far
--- KEYS[13] floor  string: position below which free messages are beyond
---          retention's length for good
--- KEYS[14] readfloor string: last position read by every required
---          persistent consumer; free messages at or before it are gone
--- KEYS[15] consumers zset consume_id -> registration time (ms)
+-- KEYS[1] is Q:msgs, there to route the call to the queue's node (a
+-- Redis Cluster); every key below is Q .. ':' .. its name (keys.py,
+-- QUEUE_KEY_SUFFIXES), all in the queue's hash tag, built here rather
+-- than sent: 15 key names per call cost the client more than the script.
+--   msgs    zset id -> position      seq     string
+--   avail   zset id -> position      claims  zset claim -> exp
+--   delayed zset id -> due (d)       outbox  zset id -> pos
+--   claimed zset id -> claim expiry  groups  zset group -> 0
+--   expiry  zset id -> expires       deleted zset id -> when
+--   free    zset id -> position (live messages not under a claim)
+--   removed string: messages retention removed so far
+--   floor   string: position below which free messages are beyond
+--           retention's length for good
+--   readfloor string: last position read by every required persistent
+--           consumer; free messages at or before it are gone
+--   consumers zset consume_id -> registration time (ms)
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
 --         claimed ids Q:cm:<id>, group members Q:g:<group>, claimed group
 --         heads Q:gflight, group moves Q:moving and Q:movetargets)
@@ -39,12 +43,13 @@ if ASSUMED_GENERATION ~= '' and ASSUMED_GENERATION ~=
   return redis.error_reply('ZDSTALE queue metadata changed')
 end
 
-local MSGS, AVAIL, DELAYED, CLAIMED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local EXPIRY, SEQ, CLAIMS, OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local GROUPS, DELETED = KEYS[9], KEYS[10]
-local FREE, REMOVED, FLOOR = KEYS[11], KEYS[12], KEYS[13]
-local READFLOOR, CONSUMERS = KEYS[14], KEYS[15]
 local Q = ARGV[1]
+local MSGS, AVAIL, DELAYED = KEYS[1], Q .. ':avail', Q .. ':delayed'
+local CLAIMED, EXPIRY, SEQ = Q .. ':claimed', Q .. ':expiry', Q .. ':seq'
+local CLAIMS, OUTBOX, GROUPS = Q .. ':claims', Q .. ':outbox', Q .. ':groups'
+local DELETED, FREE, REMOVED = Q .. ':deleted', Q .. ':free', Q .. ':removed'
+local FLOOR, READFLOOR = Q .. ':floor', Q .. ':readfloor'
+local CONSUMERS = Q .. ':consumers'
 -- Grouped ids under a claim, scored by claim expiry: the groups in flight
 -- are counted from it without walking every claimed id.
 local GFLIGHT = Q .. ':gflight'
@@ -192,6 +197,16 @@ local function sticky_claim(client, sticky_ms, limit)
 end
 
 -- File an unclaimed message under avail (due) or delayed (not yet due).
+-- One `command` on `key` with every value of the flat list `args` (ZADD
+-- with score, member, score, member...; ZREM with members), in chunks
+-- that stay within Lua's limit on unpacked values; 4000 is even, so a
+-- ZADD's pairs stay whole.
+local function send_all(command, key, args)
+  for first = 1, #args, 4000 do
+    redis.call(command, key, unpack(args, first, math.min(first + 3999, #args)))
+  end
+end
+
 local function place(id, due, pos, group)
   if due > NOW then
     redis.call('ZADD', DELAYED, due, delayed_member(id, pos))
@@ -601,16 +616,26 @@ end
 -- Keep a claimed message alive until `keep_until` (ms); like Zaqar's
 -- drivers, its visible ttl grows to the claim's ttl + grace when that is
 -- longer than its own.
-local function keep_alive(id, m, keep_until, claim_lifetime)
-  if m.expires >= keep_until then return end
-  local key = mkey(id)
-  redis.call('HSET', key, 'e', keep_until)
-  redis.call('ZADD', EXPIRY, keep_until, id)
+-- keep_alive's changes, for a caller that sends them with its own: the
+-- hash fields are appended to `fields`; returns the new expiry for the
+-- EXPIRY index, or nil when the message already lives long enough.
+local function kept_alive(m, keep_until, claim_lifetime, fields)
+  if m.expires >= keep_until then return nil end
+  fields[#fields + 1], fields[#fields + 2] = 'e', keep_until
   if tonumber(m.ttl) < claim_lifetime then
-    redis.call('HSET', key, 't', claim_lifetime)
+    fields[#fields + 1], fields[#fields + 2] = 't', claim_lifetime
     m.ttl = claim_lifetime
   end
   m.expires = keep_until
+  return keep_until
+end
+
+local function keep_alive(id, m, keep_until, claim_lifetime)
+  local fields = {}
+  local expires = kept_alive(m, keep_until, claim_lifetime, fields)
+  if not expires then return end
+  redis.call('HSET', mkey(id), unpack(fields))
+  redis.call('ZADD', EXPIRY, expires, id)
 end
 
 -- The oldest (sort 1) or newest (-1) live message that retention keeps,

@@ -94,6 +94,10 @@ end
 local claim_expires = NOW + ttl * 1000
 local keep_until = claim_expires + grace * 1000
 local out, dead, count = {}, {}, 0
+-- Index changes of the claimed messages, sent once after the loop (one
+-- ZADD or ZREM per index, not one per message): no other step of the
+-- loop touches these ids' entries.
+local by_claim_expiry, by_expiry, by_position, unfree = {}, {}, {}, {}
 -- A pop deletes a group's head, which files the next member at once; it is
 -- set aside here so that one call hands out one message per group.
 local popped_groups, set_aside = {}, {}
@@ -134,17 +138,25 @@ while count < limit and budget > 0 do
     else
       m.cc = tonumber(m.cc) + 1
       m.claim = cid
-      local key = mkey(id)
-      redis.call('HSET', key, 'c', cid, 'ce', claim_expires, 'cc', m.cc,
-                 'rd', redelivery)
-      keep_alive(id, m, keep_until, ttl + grace)
-      redis.call('ZADD', CLAIMED, claim_expires, id)
-      redis.call('ZREM', FREE, id)
-      redis.call('ZADD', cmkey(cid), m.pos, id)
+      local fields = {'c', cid, 'ce', claim_expires, 'cc', m.cc,
+                      'rd', redelivery}
+      local expires = kept_alive(m, keep_until, ttl + grace, fields)
+      redis.call('HSET', mkey(id), unpack(fields))
+      if expires then
+        by_expiry[#by_expiry + 1], by_expiry[#by_expiry + 2] = expires, id
+      end
+      local n = #by_claim_expiry
+      by_claim_expiry[n + 1], by_claim_expiry[n + 2] = claim_expires, id
+      by_position[n + 1], by_position[n + 2] = m.pos, id
+      unfree[#unfree + 1] = id
       emit(out, id, m)
     end
   end
 end
+send_all('ZADD', EXPIRY, by_expiry)
+send_all('ZADD', CLAIMED, by_claim_expiry)
+send_all('ZADD', cmkey(cid), by_position)
+send_all('ZREM', FREE, unfree)
 for _, entry in ipairs(set_aside) do
   redis.call('ZADD', entry[3], entry[2], entry[1])
 end

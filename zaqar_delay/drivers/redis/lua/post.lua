@@ -36,6 +36,9 @@ for i = 7, #ARGV, 7 do
 end
 if #stored == 0 then return {NOW, was_empty} end
 local pos = redis.call('INCRBY', SEQ, #stored) - #stored
+-- The index entries of every message are added with one ZADD per index
+-- (send_all), not one per message: a post of 10 sends 4 ZADDs, not 40.
+local by_position, by_expiry, ready, delayed = {}, {}, {}, {}
 for _, i in ipairs(stored) do
   local id = ARGV[i]
   local key = mkey(id)
@@ -44,16 +47,29 @@ for _, i in ipairs(stored) do
   local expires = created + tonumber(ARGV[i + 1]) * 1000
   local due = created + tonumber(ARGV[i + 2]) * 1000
   local group = ARGV[i + 4]
-  redis.call('HSET', key, 'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', created,
-             'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0)
-  if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'cs', ARGV[i + 5]) end
-  redis.call('ZADD', MSGS, pos, id)
-  redis.call('ZADD', FREE, pos, id)
-  redis.call('ZADD', EXPIRY, expires, id)
+  local fields = {'b', ARGV[i + 3], 't', ARGV[i + 1], 'cr', created,
+                  'e', expires, 'd', due, 'u', ARGV[3], 'p', pos, 'cc', 0}
+  if ARGV[i + 5] ~= '' then
+    fields[#fields + 1], fields[#fields + 2] = 'cs', ARGV[i + 5]
+  end
+  if group ~= '' then
+    fields[#fields + 1], fields[#fields + 2] = 'g', group
+  end
+  redis.call('HSET', key, unpack(fields))
+  local n = #by_position
+  by_position[n + 1], by_position[n + 2] = pos, id
+  n = #by_expiry
+  by_expiry[n + 1], by_expiry[n + 2] = expires, id
   if group == '' then
-    place(id, due, pos)
+    -- As place() files an ungrouped message (no pin can apply).
+    if due > NOW then
+      n = #delayed
+      delayed[n + 1], delayed[n + 2] = due, delayed_member(id, pos)
+    else
+      n = #ready
+      ready[n + 1], ready[n + 2] = pos, id
+    end
   else
-    redis.call('HSET', key, 'g', group)
     redis.call('ZADD', GROUPS, 0, group)
     redis.call('ZADD', gkey(group), pos, id)
     if redis.call('ZCARD', gkey(group)) == 1 then
@@ -61,4 +77,9 @@ for _, i in ipairs(stored) do
     end
   end
 end
+send_all('ZADD', MSGS, by_position)
+send_all('ZADD', FREE, by_position)
+send_all('ZADD', EXPIRY, by_expiry)
+send_all('ZADD', AVAIL, ready)
+send_all('ZADD', DELAYED, delayed)
 return {NOW, was_empty}
