@@ -179,6 +179,25 @@ def test_a_post_whose_reply_is_lost_is_stored_once(driver, project,
         (ids[0], 'once'), (ids[1], 'twice')]
 
 
+def test_a_stale_cached_policy_is_read_again_on_a_cluster(
+        driver, conf, redis_url, project):
+    # The generation check runs on the queue's node, and a cluster client
+    # reports the script's stale answer as a plain error reply.
+    other = redis_driver.DataDriver(conf, None,
+                                    backends.control_driver(conf, redis_url))
+    driver.queue_controller.create('q', project=project)
+    post(other, 'q', project, 'fills the copy')
+    listed(other, 'q', project)      # and caches it
+    driver.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    post(other, 'q', project, 'delayed')
+    assert [m['body'] for m in listed(other, 'q', project)] == [
+        'fills the copy']
+    assert [m['body'] for m in listed(other, 'q', project,
+                                      include_delayed=True)] == [
+        'fills the copy', 'delayed']
+
+
 def test_scripts_are_loaded_again_on_nodes_that_lost_them(
         driver, project, redis_cluster):
     driver.queue_controller.create('q', project=project)

@@ -65,6 +65,30 @@ def test_each_operation_waits_for_the_replica(pair, redis_url, project):
     driver.close()
 
 
+def test_a_stale_cached_policy_is_read_again_when_waiting_for_replicas(
+        pair, redis_url, project):
+    # With replica_acks a script runs in a pipeline with its WAIT, where
+    # redis-py reports a script's error under the pipeline's own wording:
+    # the stale answer must still make the call run again, not fail.
+    master, _ = pair
+    driver = make_driver(master, redis_url, replica_acks=1,
+                         replica_ack_timeout=4.0)
+    other = make_driver(master, redis_url)
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'fills the copy')
+    listed(driver, 'q', project)      # and caches it
+    other.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    post(driver, 'q', project, 'delayed')
+    assert [m['body'] for m in listed(driver, 'q', project)] == [
+        'fills the copy']
+    assert [m['body'] for m in listed(driver, 'q', project,
+                                      include_delayed=True)] == [
+        'fills the copy', 'delayed']
+    driver.close()
+    other.close()
+
+
 def wait_calls(server):
     stats = redis_py.Redis(port=server.port).info('commandstats')
     return stats.get('cmdstat_wait', {}).get('calls', 0)

@@ -220,8 +220,17 @@ def maybe_ran(exc):
 
 
 # A script's answer when the queue's metadata generation moved under the
-# call's cached policy (scripts.STALE): it ran nothing.
+# call's cached policy: it ran nothing.
 STALE_REPLY = 'ZDSTALE'
+
+
+def is_stale(exc):
+    """Whether a ResponseError is a script's STALE_REPLY, alone or as
+    redis-py reports an error inside a pipeline (``replica_acks``):
+    "Command # N (...) of pipeline caused error: <reply>"."""
+    message = str(exc)
+    return message.startswith(STALE_REPLY) or (
+        ' of pipeline caused error: ' + STALE_REPLY) in message
 
 
 def guarded(call, attempts, sleep, loading_wait=0.0, kept_until=None):
@@ -295,7 +304,7 @@ def guarded(call, attempts, sleep, loading_wait=0.0, kept_until=None):
                 raise _given_up(exc)
             back_off(exc)
         except redis.exceptions.ResponseError as exc:
-            if str(exc).startswith(STALE_REPLY):
+            if is_stale(exc):
                 raise metadata_copy.StaleCopy() from exc
             LOG.error('Redis refused an operation: %s', exc)
             raise _given_up(exc)
