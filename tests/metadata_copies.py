@@ -31,3 +31,20 @@ def a_queue_deleted_on_one_node_is_gone_on_the_next_call_of_another(
     with pytest.raises(storage_errors.QueueDoesNotExist):
         post(other, 'q', project, 'b')
     assert claim(other, 'q', project) == (None, [])
+
+
+def a_stale_cached_policy_is_read_again(writer, reader, project):
+    """``reader`` caches the queue's policy, ``writer`` (another node)
+    sets a delay: ``reader``'s next post finds its copy stale, stores
+    nothing, and runs again with the delay."""
+    writer.queue_controller.create('q', project=project)
+    post(reader, 'q', project, 'fills the copy')
+    listed(reader, 'q', project)      # and caches it
+    writer.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    post(reader, 'q', project, 'delayed')
+    assert [m['body'] for m in listed(reader, 'q', project)] == [
+        'fills the copy']
+    assert [m['body'] for m in listed(reader, 'q', project,
+                                      include_delayed=True)] == [
+        'fills the copy', 'delayed']

@@ -18,6 +18,7 @@ import redis as redis_py
 
 from localstack import backends
 from tests import conftest
+from tests import metadata_copies
 from tests.contract.helpers import claim, listed, post
 from tests.redis.test_retries import lose_next_reply  # noqa: F401 (fixture)
 from tests.redis.test_retries import (  # noqa: F401 (run here again)
@@ -183,19 +184,9 @@ def test_a_stale_cached_policy_is_read_again_on_a_cluster(
         driver, conf, redis_url, project):
     # The generation check runs on the queue's node, and a cluster client
     # reports the script's stale answer as a plain error reply.
-    other = redis_driver.DataDriver(conf, None,
-                                    backends.control_driver(conf, redis_url))
-    driver.queue_controller.create('q', project=project)
-    post(other, 'q', project, 'fills the copy')
-    listed(other, 'q', project)      # and caches it
-    driver.queue_controller.set_metadata(
-        'q', {'_default_message_delay': 600}, project=project)
-    post(other, 'q', project, 'delayed')
-    assert [m['body'] for m in listed(other, 'q', project)] == [
-        'fills the copy']
-    assert [m['body'] for m in listed(other, 'q', project,
-                                      include_delayed=True)] == [
-        'fills the copy', 'delayed']
+    metadata_copies.a_stale_cached_policy_is_read_again(
+        driver, redis_driver.DataDriver(
+            conf, None, backends.control_driver(conf, redis_url)), project)
 
 
 def test_scripts_are_loaded_again_on_nodes_that_lost_them(

@@ -10,6 +10,7 @@ import redis as redis_py
 
 from localstack import backends
 from tests import conftest
+from tests import metadata_copies
 from tests.contract.helpers import claim, listed, post
 from localstack import redis_sentinel
 from localstack.redis_server import RedisUnavailable
@@ -71,21 +72,12 @@ def test_a_stale_cached_policy_is_read_again_when_waiting_for_replicas(
     # redis-py reports a script's error under the pipeline's own wording:
     # the stale answer must still make the call run again, not fail.
     master, _ = pair
-    driver = make_driver(master, redis_url, replica_acks=1,
-                         replica_ack_timeout=4.0)
+    waiting = make_driver(master, redis_url, replica_acks=1,
+                          replica_ack_timeout=4.0)
     other = make_driver(master, redis_url)
-    driver.queue_controller.create('q', project=project)
-    post(driver, 'q', project, 'fills the copy')
-    listed(driver, 'q', project)      # and caches it
-    other.queue_controller.set_metadata(
-        'q', {'_default_message_delay': 600}, project=project)
-    post(driver, 'q', project, 'delayed')
-    assert [m['body'] for m in listed(driver, 'q', project)] == [
-        'fills the copy']
-    assert [m['body'] for m in listed(driver, 'q', project,
-                                      include_delayed=True)] == [
-        'fills the copy', 'delayed']
-    driver.close()
+    metadata_copies.a_stale_cached_policy_is_read_again(other, waiting,
+                                                        project)
+    waiting.close()
     other.close()
 
 
