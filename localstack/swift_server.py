@@ -85,8 +85,13 @@ KEYSTONE_PREFIX = 'KEY_'
 # Runs inside /usr/bin/python3: point Swift at our swift.conf *before* any
 # module that parses it at import time (storage_policy, constraints) is
 # loaded, silence syslog, then hand over to the packaged script.
+# gc.freeze(): the object-updater forks a child every pass (interval 1 s,
+# below) whose exit collects the whole inherited heap, copying every page
+# it touches: 0.42 s of CPU per pass, 42% of a core for each test Swift
+# even when idle, with up to three of them alive per test worker. With the
+# imported modules frozen the child leaves them alone: 0.05 s per pass.
 _BOOTSTRAP = textwrap.dedent('''\
-    import logging, runpy, sys
+    import gc, logging, runpy, sys
     import swift.common.utils as _u
     _u.set_swift_dir(sys.argv[1])
     class _NoSyslog(logging.NullHandler):
@@ -96,6 +101,7 @@ _BOOTSTRAP = textwrap.dedent('''\
         _u.ThreadSafeSysLogHandler = _NoSyslog
     _script = sys.argv[2]
     sys.argv = [_script] + sys.argv[3:]
+    gc.freeze()
     runpy.run_path(_script, run_name='__main__')
 ''')
 
