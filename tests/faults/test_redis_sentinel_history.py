@@ -20,7 +20,8 @@ freshly synced replica on their own). The driver retries for about 12 s
 (``max_reconnect_attempts`` 6, ``reconnect_sleep`` 0.2), longer than a
 failover takes here; ``loading_wait`` is cut to 5 s (no client talks to
 a Redis that is loading here) so that the retry span stays below
-Zaqar's shortest message ttl, as the driver requires. Faults, in rounds of every kind in a random order:
+Zaqar's shortest message ttl, as the driver requires. Faults, in rounds
+of every kind in a random order:
 
 * ``master_sigkill_failover`` - SIGKILL the master, wait until the
   Sentinels promote the replica, start a new replica of the new master
