@@ -3,7 +3,7 @@
 import pytest
 import redis as redis_py
 
-from tests.contract.helpers import claim, listed, post
+from tests.contract.helpers import CLIENT, claim, listed, post
 from zaqar_delay.drivers.redis import prelude
 from zaqar_delay.drivers.redis import scripts
 
@@ -123,3 +123,16 @@ def test_connections_killed_between_calls_are_replaced_unnoticed(
         'before', 'after']
     assert raw.info('clients')['connected_clients'] >= 2
 
+
+def test_a_delete_reads_no_body(driver, project, raw):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'x' * 1000, client=CLIENT)
+    claim_id, (message,) = claim(driver, 'q', project)
+    raw.config_resetstat()
+    driver.message_controller.delete('q', message['id'], project=project,
+                                     claim=claim_id)
+    stats = raw.info('commandstats')
+    # One HMGET of the fields that decide the delete; the index removal
+    # reuses them instead of reading the hash again.
+    assert stats['cmdstat_hmget']['calls'] == 1
+    assert listed(driver, 'q', project) == []

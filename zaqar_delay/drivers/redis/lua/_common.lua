@@ -236,9 +236,10 @@ local function place_head(group)
 end
 
 -- Take a message out of every index (and its group, unblocking the next
--- member when it was the head); its hash stays.
-local function detach(id)
-  local f = redis.call('HMGET', mkey(id), 'g', 'p')
+-- member when it was the head); its hash stays. `known`: its fields
+-- {g, p} when the caller read them already.
+local function detach(id, known)
+  local f = known or redis.call('HMGET', mkey(id), 'g', 'p')
   local group = f[1]
   redis.call('ZREM', MSGS, id)
   redis.call('ZREM', FREE, id)
@@ -257,8 +258,8 @@ local function detach(id)
   end
 end
 
-local function drop(id)
-  detach(id)
+local function drop(id, known)
+  detach(id, known)
   redis.call('DEL', mkey(id))
 end
 
