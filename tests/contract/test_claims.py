@@ -20,6 +20,28 @@ def test_claim_hands_out_oldest_first_and_never_twice(driver, make_queue,
     assert claim(driver, queue, project) == (None, [])
 
 
+def test_a_claim_id_not_written_as_we_hand_them_out_names_no_claim(
+        driver, make_queue, project):
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    claim_id, (message,) = claim(driver, queue, project)
+    # The same UUID in every other spelling uuid.UUID() would accept.
+    for other in (claim_id.upper(), '{%s}' % claim_id,
+                  claim_id.replace('-', ''), 'urn:uuid:' + claim_id,
+                  claim_id + '\n', ' ' + claim_id, 'x' * 36, ''):
+        with pytest.raises(storage_errors.ClaimDoesNotExist):
+            driver.claim_controller.get(queue, other, project=project)
+        with pytest.raises(storage_errors.ClaimDoesNotExist):
+            driver.message_controller.delete(queue, message['id'],
+                                             project=project, claim=other)
+    # Nothing was deleted or released by those attempts.
+    assert driver.claim_controller.get(queue, claim_id,
+                                       project=project)[0]['id'] == claim_id
+    driver.message_controller.delete(queue, message['id'], project=project,
+                                     claim=claim_id)
+    assert listed(driver, queue, project) == []
+
+
 def test_expired_claim_makes_messages_claimable_again_in_order(
         driver, make_queue, project, clock):
     queue = make_queue()
