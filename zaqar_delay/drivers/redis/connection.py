@@ -1,5 +1,6 @@
 """Redis client construction and the one place Redis faults are handled."""
 
+import functools
 import os
 import time
 from urllib import parse
@@ -87,7 +88,9 @@ def is_cluster(query):
     return value == 'true'
 
 
+@functools.lru_cache(maxsize=64)
 def uri_is_cluster(uri):
+    # Cached: every post asks (the registry's place depends on it).
     return is_cluster(dict(parse.parse_qsl(parse.urlparse(uri).query)))
 
 

@@ -190,6 +190,7 @@ QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
                       'removed', 'floor', 'readfloor', 'consumers')
 
 
+@functools.lru_cache(maxsize=10000)
 def queue_tag(queue, project):
     """``<project>/<queue>``, percent-encoded: data, never syntax."""
     return '{}/{}'.format(parse.quote(project or '', safe=''),
