@@ -7,9 +7,9 @@ own clock.
 
 import dataclasses
 import json
+import os
 import re
 import typing
-import uuid
 
 import bson
 
@@ -278,6 +278,7 @@ def prepare_messages(messages, policy, max_delay, max_ttl, checksum=False):
     if not messages:
         raise errors.InvalidInput('at least one message must be posted')
     prepared = []
+    ids = new_message_ids(len(messages))
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or 'body' not in message:
             raise errors.InvalidInput(
@@ -291,7 +292,7 @@ def prepare_messages(messages, policy, max_delay, max_ttl, checksum=False):
             raise errors.InvalidInput(
                 'message {} body is not JSON: {}'.format(index, exc))
         prepared.append(NewMessage(
-            id=str(uuid.uuid4()),
+            id=ids[index],
             ttl=ttl,
             delay=effective_delay(message, policy, max_delay),
             body=body,
@@ -301,6 +302,23 @@ def prepare_messages(messages, policy, max_delay, max_ttl, checksum=False):
                       if checksum else None),
             sticky=bool(policy.sticky)))
     return prepared
+
+
+# The variant nibble of a version 4 UUID (RFC 4122: 10xx), from any.
+_VARIANT_NIBBLE = {digit: '89ab'[int(digit, 16) & 3]
+                   for digit in '0123456789abcdef'}
+
+
+def new_message_ids(count):
+    """``count`` random UUIDs (version 4), written as ``str(uuid.uuid4())``
+    writes them, from one read of ``os.urandom``: building a
+    ``uuid.UUID`` per id cost 3 us, a third of a posted message's
+    validation. The same 122 random bits per id."""
+    digits = os.urandom(16 * count).hex()
+    return ['%s-%s-4%s-%s%s-%s' % (
+        one[:8], one[8:12], one[13:16], _VARIANT_NIBBLE[one[16]],
+        one[17:20], one[20:])
+        for one in (digits[at:at + 32] for at in range(0, 32 * count, 32))]
 
 
 def carried_message(message_id, body, ttl, delay, age_ms, policy,

@@ -1,5 +1,7 @@
 """Posting, listing, getting and deleting: Zaqar's message contract."""
 
+import uuid
+
 import pytest
 from zaqar.storage import errors as storage_errors
 
@@ -15,6 +17,20 @@ def test_post_returns_ids_in_order_and_list_keeps_posting_order(
     messages = listed(driver, queue, project, limit=10)
     assert [m['id'] for m in messages] == ids
     assert bodies(messages) == list(range(25))
+
+
+def test_posted_ids_are_random_version_4_uuids_as_zaqar_writes_them(
+        driver, make_queue, project):
+    queue = make_queue()
+    ids = post(driver, queue, project, *range(20))
+    ids += post(driver, queue, project, *range(20))
+    assert len(set(ids)) == 40
+    for message_id in ids:
+        parsed = uuid.UUID(message_id)
+        assert str(parsed) == message_id
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    # Every variant nibble RFC 4122 allows turns up (8, 9, a, b), not one.
+    assert len({message_id[19] for message_id in ids}) > 1
 
 
 def test_list_pages_are_full_and_markers_advance(driver, make_queue, project):
