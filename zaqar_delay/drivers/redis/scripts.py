@@ -5,13 +5,9 @@ import pathlib
 
 from redis import exceptions as redis_errors
 
-try:
-    from hiredis import pack_command
-except ImportError:  # redis-py without hiredis: its own packing
-    pack_command = None
-
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import prelude
+from zaqar_delay.drivers.redis import sending
 
 LUA_DIR = pathlib.Path(__file__).parent / 'lua'
 COMMON = (LUA_DIR / '_common.lua').read_text()
@@ -52,6 +48,9 @@ class QueueScripts:
         self._scripts = {name: client.register_script(source(name))
                          for name in QUEUE_SCRIPTS}
         self.clock = None
+        pool = getattr(client, 'connection_pool', None)
+        # None on a cluster client, which routes each call by slot.
+        self._held = None if pool is None else sending.HeldConnection(pool)
 
     def run(self, name, queue, project, *args, client=None,
             generation=None):
@@ -64,36 +63,13 @@ class QueueScripts:
         script = self._scripts[name]
         script_keys = keys.script_keys(queue, project)
         script_args = [keys.queue_prefix(queue, project), now, check, *args]
-        pool = getattr(self._client, 'connection_pool', None)
-        if client is not None or pool is None:
-            # A pipeline, or a cluster client routing by slot.
+        if client is not None or self._held is None:
+            # A pipeline, or a cluster client.
             return script(keys=script_keys, args=script_args,
                           client=client or self._client)
         try:
-            return _evalsha(pool, script.sha, script_keys, script_args)
+            return self._held.evalsha(script.sha, script_keys, script_args)
         except redis_errors.NoScriptError:
             # A restarted or failed-over server: load it there, run again.
             return script(keys=script_keys, args=script_args)
 
-
-def _evalsha(pool, sha, script_keys, script_args):
-    """EVALSHA on one pooled connection, without the client's command
-    layer: redis-py 8 spends about 20 us of CPU per command there (its
-    retry wrapper, observability records, event dispatch), a fifth of a
-    delete's client time; this is the hot path of every call. The
-    connection's own send and read still disconnect it on any socket
-    error, and the pool still checks a connection before handing it out,
-    as every redis-py command does."""
-    command = ('EVALSHA', sha, len(script_keys), *script_keys, *script_args)
-    conn = pool.get_connection()
-    try:
-        if pack_command is None:
-            conn.send_command(*command)
-        else:
-            # What redis-py's hiredis packer ends with, without its walk
-            # over every argument in Python (82 for a post of 10): ours
-            # are only str, bytes and int, which hiredis packs itself.
-            conn.send_packed_command([pack_command(command)])
-        return conn.read_response()
-    finally:
-        pool.release(conn)
