@@ -72,4 +72,3 @@ class QueueScripts:
         except redis_errors.NoScriptError:
             # A restarted or failed-over server: load it there, run again.
             return script(keys=script_keys, args=script_args)
-
