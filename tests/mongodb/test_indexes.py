@@ -57,6 +57,7 @@ EXAMPLES = [
     queries.due_now('q', 'p', NOW, -1),
     queries.any_live('q', 'p', NOW, 1),
     queries.delayed_due('q', 'p', NOW),
+    queries.due_again('q', 'p', NOW),
     queries.claimed_due('q', 'p', NOW),
     queries.expired('q', 'p', NOW),
     queries.live('q', 'p', NOW),

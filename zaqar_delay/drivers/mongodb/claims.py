@@ -63,7 +63,7 @@ class ClaimController(controller.ClaimController):
         """Claim (or pop) up to ``limit`` due messages; dead-letter those
         whose attempts ran out. Returns (claim id, messages)."""
         now = self.driver.now()
-        state.settle(self.driver, queue, project, now)
+        state.settle_if_due(self.driver, queue, project, now)
         # What retention no longer keeps is never handed out; a batch of
         # it goes first, so groups whose head it was move on.
         kept = retention.settle(self.driver, queue, project,

@@ -24,6 +24,7 @@ from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import messages
 from zaqar_delay.drivers.mongodb import metadata
+from zaqar_delay.drivers.mongodb import state
 from zaqar_delay.drivers.mongodb import subscriptions
 
 LOG = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class DataDriver(base.DataDriver):
         super().__init__(conf, cache, control_driver)
         self._client_factory = client_factory or self.client_factory
         self.keep_metadata_copies(metadata.MongoCopies(self))
+        self.settle_schedule = state.SettleSchedule()
 
     @decorators.lazy_property(write=False)
     def connection(self):

@@ -159,7 +159,11 @@ class MessageController(controller.MessageController):
     def _list(self, queue, project, marker, limit, echo, client_uuid,
               include_claimed, include_delayed, retention):
         now = self.driver.now()
-        state.settle(self.driver, queue, project, now)
+        if include_claimed or include_delayed:
+            # Shows what a claim that ended becomes (c -> d) at once.
+            state.settle(self.driver, queue, project, now)
+        else:
+            state.settle_if_due(self.driver, queue, project, now)
         kept = kept_by.settle(self.driver, queue, project, retention, now)
         states = [f.READY, f.BLOCKED]
         if include_claimed:

@@ -100,6 +100,26 @@ def claimed_due(queue, project, before):
                  [(f.DUE, 1)], 'zd_state_due')
 
 
+def due_again(queue, project, now):
+    """Delayed messages now due, and claimed ones due again (claim
+    expiry + redelivery delay): what makes a queue need settling before
+    a claim (state.settle_if_due)."""
+    return Query(f.MESSAGES,
+                 f.queue_filter(queue, project, **{
+                     f.STATE: {'$in': [f.CLAIMED, f.DELAYED]},
+                     f.DUE: {'$lte': now}}),
+                 None, 'zd_state_due')
+
+
+def needs_settling(queue, project, now):
+    """One probe for anything settling would change that a claim or a
+    listing of unclaimed, undelayed messages could see: its branches are
+    :func:`due_again` and :func:`expired`, each an index range."""
+    return Query(f.MESSAGES, {'$or': [
+        due_again(queue, project, now).filter,
+        expired(queue, project, now).filter]}, None, None)
+
+
 def expired(queue, project, now):
     """Messages past their expiry (purged)."""
     return Query(f.MESSAGES,

@@ -8,7 +8,8 @@ ended put their messages back (``c -> d``; ``d`` already holds claim expiry
 groups then advance: groups.py). Each step takes a bounded batch, so no
 single operation grows with a backlog. Each step is an index range over exactly
 the documents that change, so a queue with nothing to settle costs three
-empty index probes. Blocked group members (``b``) are in none of these
+empty index probes; claims, pops and plain listings send one probe for
+all three instead (``settle_if_due``). Blocked group members (``b``) are in none of these
 ranges; a group head keeps its ``h`` through ``c -> d -> r``.
 """
 
@@ -22,6 +23,10 @@ from zaqar_delay.drivers.mongodb import queries
 # Claims settled per pass, expired messages dropped per claim or list.
 SETTLE_BATCH = 1000
 PURGE_BATCH = 100
+# Claims, pops and plain listings on one queue per full settle when the
+# probe finds nothing due (settle_if_due): each makes at most one claim
+# document, so a full settle's SETTLE_BATCH keeps ahead of them.
+SETTLE_EVERY = 100
 # How long past its due time a claimed message must be before gc checks
 # that its claim still exists: longer than any renew takes between
 # updating its claim document and that claim's messages.
@@ -33,6 +38,52 @@ def settle(driver, queue, project, now, purge_batch=PURGE_BATCH):
     end_claims(driver, queue, project, now)
     promote_due(driver, queue, project, now)
     return purge_expired(driver, queue, project, now, purge_batch)
+
+
+def settle_if_due(driver, queue, project, now):
+    """``settle`` for a claim, a pop or a listing of unclaimed, undelayed
+    messages: only when one probe finds a delayed message due, a claimed
+    one due again or an expired one, and on every SETTLE_EVERYth such call
+    on the queue in this process. One request instead of settle's three
+    on a queue with nothing to settle.
+
+    What the probe lets wait is invisible to those callers: a claim that
+    ended while its redelivery delay runs keeps its messages in ``c``
+    instead of ``d`` until they are due again (claimable in neither), and
+    a claim that ended with no message left holds only its document. The
+    SETTLE_EVERYth call removes up to SETTLE_BATCH of those, more than the
+    calls in between can have made; gc removes the rest."""
+    if driver.settle_schedule.may_skip(queue, project) and not \
+            driver.messages.find(queries.needs_settling(
+                queue, project, now).filter, {'_id': True}, limit=1):
+        return
+    ended = end_claims(driver, queue, project, now)
+    promote_due(driver, queue, project, now)
+    purge_expired(driver, queue, project, now)
+    if ended < SETTLE_BATCH:
+        driver.settle_schedule.settled(queue, project)
+
+
+class SettleSchedule:
+    """Which call on each queue must settle whatever the probe says
+    (settle_if_due), counted per process for at most MAX_QUEUES queues:
+    past that the counts start again (gc settles every queue anyway)."""
+
+    MAX_QUEUES = 10_000
+
+    def __init__(self):
+        self._calls = {}
+
+    def may_skip(self, queue, project):
+        key = (project, queue)
+        calls = self._calls.get(key, 0) + 1
+        if len(self._calls) >= self.MAX_QUEUES and key not in self._calls:
+            self._calls.clear()
+        self._calls[key] = calls
+        return calls < SETTLE_EVERY
+
+    def settled(self, queue, project):
+        self._calls.pop((project, queue), None)
 
 
 def promote_due(driver, queue, project, now):
@@ -58,13 +109,14 @@ def end_claims(driver, queue, project, now):
     expiry first (the mark's filter then fails and the messages stay
     claimed) or it fails; never success while the messages go to another
     consumer. An interruption leaves marked claims, ended again by the next
-    settle, never a message stuck in ``c`` without a claim.
+    settle, never a message stuck in ``c`` without a claim. Returns how
+    many ended claims it found.
     """
     ended = queries.ended_claims(queue, project, now)
     found = driver.claims.find(ended.filter, {'_id': True}, ended.sort,
                                SETTLE_BATCH, ended.index)
     if not found:
-        return
+        return 0
     driver.claims.update_many(
         {'_id': {'$in': [claim['_id'] for claim in found]},
          f.EXPIRES: {'$lte': now}}, {'$set': {f.ENDED: True}})
@@ -75,6 +127,7 @@ def end_claims(driver, queue, project, now):
         give_back(driver, queue, project, claim_ids)
         driver.claims.delete_many({'_id': {'$in': claim_ids},
                                    f.ENDED: True})
+    return len(found)
 
 
 def give_back(driver, queue, project, claim_ids):
