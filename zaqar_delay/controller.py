@@ -122,11 +122,15 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         for metadata stored before it was checked (retention.for_reads);
         a queue that does not exist gets the operator's settings. Includes
         what its persistent consumers have all read."""
-        operator = self._operator_retention.for_queue(queue, project)
         try:
             metadata = self.queue_metadata(queue, project)
         except storage_errors.QueueDoesNotExist:
-            return operator
+            return self._operator_retention.for_queue(queue, project)
+        return self.retention_for(queue, project, metadata)
+
+    def retention_for(self, queue, project, metadata):
+        """``retention_of`` a queue whose metadata the caller has read."""
+        operator = self._operator_retention.for_queue(queue, project)
         return self.with_readers(queue, project,
                                  retention.for_reads(metadata, operator))
 
@@ -290,8 +294,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     @_policy_call
     def get(self, queue, message_id, project=None):
-        found = self._get_many(queue, project, [message_id],
-                               self.retention_of(queue, project))
+        found = self._get_by_ids(queue, project, [message_id])
         if not found:
             raise storage_errors.MessageDoesNotExist(message_id, queue,
                                                      project)
@@ -299,8 +302,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
 
     @_policy_call
     def bulk_get(self, queue, message_ids, project=None):
-        return iter(self._get_many(queue, project, list(message_ids),
-                                   self.retention_of(queue, project)))
+        return iter(self._get_by_ids(queue, project, list(message_ids)))
+
+    def _get_by_ids(self, queue, project, message_ids):
+        """The live messages of ``message_ids`` that ``queue`` keeps. A
+        backend that can read them and the queue's metadata in one
+        request overrides this."""
+        return self._get_many(queue, project, message_ids,
+                              self.retention_of(queue, project))
 
     def delete(self, queue, message_id, project=None, claim=None):
         if claim is not None and not rules.is_claim_id(claim):

@@ -102,6 +102,12 @@ class GuardedCollection:
             return list(cursor)
         return self._translate(run)
 
+    def aggregate(self, pipeline):
+        """The pipeline's documents, read within the translation (a
+        cursor read later would let a fault through untranslated)."""
+        return self._translate(
+            lambda: list(self._collection.aggregate(pipeline)))
+
     def __getattr__(self, name):
         attr = getattr(self._collection, name)
         if not callable(attr):

@@ -22,6 +22,7 @@ from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import given_up
 from zaqar_delay.drivers.mongodb import group_moves
 from zaqar_delay.drivers.mongodb import groups
+from zaqar_delay.drivers.mongodb import metadata
 from zaqar_delay.drivers.mongodb import pins
 from zaqar_delay.drivers.mongodb import queries
 from zaqar_delay.drivers.mongodb import reservations
@@ -30,6 +31,10 @@ from zaqar_delay.drivers.mongodb import state
 
 # Times a post takes fresh positions after a collision before giving up.
 INSERT_ATTEMPTS = 5
+# Fields a get's pipeline adds to each message: the queue's key in
+# queue_meta, and that document.
+JOINED_KEY = '_zd_meta_key'
+JOINED = '_zd_meta'
 
 
 class MessageController(controller.MessageController):
@@ -213,6 +218,38 @@ class MessageController(controller.MessageController):
         return sum(self._messages.count_documents(
             part, **({'hint': hint} if hint else {}))
             for part, hint in kept.kept_or_held(where, index))
+
+    def _get_by_ids(self, queue, project, message_ids):
+        """One request when the queue keeps every live message: the
+        messages, each with the queue's metadata copy joined to it. No
+        message found needs no metadata (a get on a queue that does not
+        exist is MessageDoesNotExist too); no usable copy, or retention
+        to apply, reads again as other backends do."""
+        copies = self.driver.metadata_copies
+        wanted = [mid for mid in message_ids if isinstance(mid, str)]
+        if copies is None or not wanted:
+            return super()._get_by_ids(queue, project, message_ids)
+        now = self.driver.now()
+        query = queries.by_ids(queue, project, wanted)
+        query.filter[f.EXPIRES] = {'$gt': now}
+        docs = self._messages.aggregate([
+            {'$match': query.filter},
+            {'$addFields': {JOINED_KEY: {
+                '$literal': metadata.key(queue, project)}}},
+            {'$lookup': {'from': f.QUEUE_META, 'localField': JOINED_KEY,
+                         'foreignField': '_id', 'as': JOINED}}])
+        if not docs:
+            return []
+        joined = docs[0][JOINED]
+        copy, _ = copies.read(joined[0] if joined else None)
+        if copy is None:
+            return super()._get_by_ids(queue, project, wanted)
+        kept = self.retention_for(queue, project, copy)
+        if not kept_by.keeps_everything(kept):
+            return self._get_many(queue, project, wanted, kept)
+        by_id = {doc['_id']: doc for doc in docs}
+        return [state.render(by_id[mid], now) for mid in wanted
+                if mid in by_id]
 
     def _get_many(self, queue, project, message_ids, retention):
         wanted = [mid for mid in message_ids if isinstance(mid, str)]

@@ -40,7 +40,10 @@ class MongoCopies(metadata_copy.Copies):
         return self._driver.queue_meta
 
     def find(self, queue, project):
-        doc = self._docs.find_one({'_id': key(queue, project)})
+        return self.read(self._docs.find_one({'_id': key(queue, project)}))
+
+    def read(self, doc):
+        """``find``'s answer from the queue's document (None if none)."""
         if doc is None:
             return None, None
         if f.META_COPY in doc and doc[f.META_COPY_ENDS] > self._driver.now():

@@ -130,12 +130,19 @@ class Window:
 EVERYTHING = Window()
 
 
+def keeps_everything(retention):
+    """Whether ``retention`` keeps every live message, known without a
+    request: no time or length limit, no read-by-all cut."""
+    return not retention.active and not (
+        retention.policy == rules.CLEANUP
+        and retention.consumers_required is not None)
+
+
 def window(driver, queue, project, retention, now):
     """The :class:`Window` of ``queue`` at ``now`` under ``retention``."""
-    reads = (retention.policy == rules.CLEANUP
-             and retention.consumers_required is not None)
-    if not retention.active and not reads:
+    if keeps_everything(retention):
         return EVERYTHING
+    reads = retention.consumers_required is not None
     created_after = now - retention.time_ms if retention.time_ms else None
     position_from = None
     if retention.kept_length:
