@@ -32,4 +32,7 @@ def test_a_post_costs_the_same_with_25_consumers_as_with_none(
     for _ in range(25):
         subs.create(queue, notifier.consumer_subscriber(), 3600, {},
                     project=project)
+    # Making a consumer forgets the queue's metadata copy (it records
+    # whether the queue has one): the next post fills it again, once.
+    post(notifying, queue, project, 'refills the copy')
     assert requests() == alone

@@ -7,6 +7,7 @@ store (Redis) on the control driver's connection pool.
 """
 
 import datetime
+import uuid
 
 import pytest
 from pymongo import errors as mongo_errors
@@ -17,7 +18,9 @@ from benchmarks import workloads
 from localstack import backends
 from tests import metadata_copies
 from tests.contract.helpers import claim, listed, post
+from tests.contract.test_consumers import Reader
 from zaqar_delay.drivers.mongodb import clock as store_clock
+from zaqar_delay.drivers.mongodb import consumers
 from zaqar_delay.drivers.mongodb import driver as mongodb_driver
 from zaqar_delay.drivers.mongodb import metadata
 
@@ -28,7 +31,7 @@ PER_CALL = {
     'pop (1)': (8, 0),
     'claim (10)': (7, 0),
     'delete': (1, 0),
-    'list': (4, 0),   # naming the client, as Zaqar's API does
+    'list': (3, 0),   # naming the client, as Zaqar's API does
     'get': (1, 0),
 }
 
@@ -232,3 +235,82 @@ def test_a_get_does_not_use_a_copy_past_its_end(driver, clock, project):
     clock.advance(61)
     with pytest.raises(storage_errors.MessageDoesNotExist):
         driver.message_controller.get('q', posted[0], project=project)
+
+
+def claimed_one_of_two_seen_from(other, driver, project):
+    """Queue 'q' holds 'a' (claimed) and 'b'; ``other`` (another node)
+    has listed it, so its copy says it has no persistent consumer.
+    Returns ``other``."""
+    driver.queue_controller.create('q', project=project)  # or exists
+    post(driver, 'q', project, 'a', 'b')
+    claim(driver, 'q', project, limit=1)
+    assert [m['body'] for m in listed(other, 'q', project)] == ['b']
+    return other
+
+
+def test_a_consumer_made_on_another_node_gets_its_page_at_once(
+        driver, conf, redis_url, project):
+    # The other node's copy says the queue has no persistent consumer;
+    # making one here forgets it, so the other node's next listing by
+    # that client is a consumer page (claimed messages included), not a
+    # plain listing.
+    other = claimed_one_of_two_seen_from(
+        second_node(driver, conf, redis_url), driver, project)
+    reader = Reader(driver, 'q', project)
+    reader.driver = other
+    assert reader.page()[0] == ['a', 'b']
+
+
+def test_a_subscriber_changed_into_a_consumer_gets_its_page_at_once(
+        driver, conf, redis_url, project):
+    subscriptions = driver.subscription_controller
+    driver.queue_controller.create('q', project=project)
+    sid = subscriptions.create('q', 'http://example.com/hook', 3600, {},
+                               project=project)
+    other = claimed_one_of_two_seen_from(
+        second_node(driver, conf, redis_url), driver, project)
+    reader_id = uuid.uuid4()
+    subscriptions.update('q', sid, project=project,
+                         subscriber='cursor:' + str(reader_id))
+    page = other.message_controller.list('q', project=project,
+                                         client_uuid=reader_id)
+    assert [m['body'] for m in next(page)] == ['a', 'b']
+
+
+def test_a_fill_that_counted_consumers_before_one_was_made_is_dropped(
+        driver, project, monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+    claim(driver, 'q', project, limit=1)
+    driver.queue_controller.set_metadata('q', {}, project=project)
+    readers = []
+    original = consumers.any_live
+
+    def consumer_made_after_counting(*args):
+        found = original(*args)
+        readers.append(Reader(driver, 'q', project))
+        return found
+
+    monkeypatch.setattr(consumers, 'any_live', consumer_made_after_counting)
+    listed(driver, 'q', project)        # the miss fills, raced
+    monkeypatch.setattr(consumers, 'any_live', original)
+    doc = driver.queue_meta.find_one({'_id': metadata.key('q', project)})
+    assert 'm' not in doc
+    assert readers[0].page()[0] == ['a', 'b']
+
+
+def test_a_listing_skips_the_consumer_lookup_only_where_none_exists(
+        driver, project):
+    driver.queue_controller.create('plain', project=project)
+    driver.queue_controller.create('read', project=project)
+    for queue in ('plain', 'read'):
+        post(driver, queue, project, 'a')
+    Reader(driver, 'read', project)
+    for queue in ('plain', 'read'):
+        listed(driver, queue, project, client_uuid=uuid.uuid4())
+    plain = sent(driver, lambda: listed(driver, 'plain', project,
+                                        client_uuid=uuid.uuid4()))
+    read = sent(driver, lambda: listed(driver, 'read', project,
+                                       client_uuid=uuid.uuid4()))
+    # listed() reads until an empty page: two listings each.
+    assert len(read) - len(plain) == 2

@@ -60,6 +60,14 @@ def one(driver, queue, project, consume_id):
     return now, None if doc is None else _consumer(doc)
 
 
+def any_live(driver, queue, project):
+    """Whether the queue has a persistent consumer: one key of the
+    ``{p, s, u}`` index at most."""
+    return driver.subscriptions.find_one(
+        _where(queue, project, driver.now(), _ANY), {'_id': True}) \
+        is not None
+
+
 def every(driver, queue, project):
     now = driver.now()
     docs = driver.subscriptions.find(

@@ -143,11 +143,13 @@ ENDED = 'x'
 PIN = 'pn'
 PIN_CLIENT, PINNED_AT = 'cl', 't'
 ACTIVE_AT, ACTIVE_UNTIL, STICKY_MS = 'a', 'u', 'st'
-# queue_meta (metadata.py): generation, copy, copy's end, removal date.
+# queue_meta (metadata.py): generation, copy, copy's end, removal date,
+# and whether the queue had no persistent consumer when copied.
 META_GEN = 'gen'
 META_COPY = 'm'
 META_COPY_ENDS = 'ce'
 META_REMOVED_AT = 'x'
+META_NO_CONSUMERS = 'nc'
 
 ASC = pymongo.ASCENDING
 

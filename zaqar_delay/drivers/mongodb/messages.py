@@ -241,7 +241,8 @@ class MessageController(controller.MessageController):
         if not docs:
             return []
         joined = docs[0][JOINED]
-        copy, _ = copies.read(joined[0] if joined else None)
+        copy, _ = copies.read(joined[0] if joined else None, queue,
+                              project)
         if copy is None:
             return super()._get_by_ids(queue, project, wanted)
         kept = self.retention_for(queue, project, copy)
@@ -390,6 +391,20 @@ class MessageController(controller.MessageController):
     # Persistent consumers: state in the subscription (consumers.py).
     def _consumer(self, queue, project, consume_id):
         return consumer_state.one(self.driver, queue, project, consume_id)
+
+    def _list_unless_consumer(self, queue, project, marker, limit, echo,
+                              client_uuid, include_claimed, include_delayed,
+                              retention):
+        # The copy just read for ``retention`` may tell that the queue has
+        # no persistent consumer: then the client is none.
+        copies = self.driver.metadata_copies
+        if copies is not None and copies.without_consumers(queue, project):
+            return None, self._list(queue, project, marker, limit, echo,
+                                    client_uuid, include_claimed,
+                                    include_delayed, retention)
+        return super()._list_unless_consumer(
+            queue, project, marker, limit, echo, client_uuid,
+            include_claimed, include_delayed, retention)
 
     def _consumers(self, queue, project):
         return consumer_state.every(self.driver, queue, project)

@@ -8,6 +8,7 @@ minute) is never visible. Options are stored as JSON text, so ``$`` or
 dotted keys in them are data.
 """
 
+import contextlib
 import datetime
 import json
 
@@ -105,10 +106,28 @@ class SubscriptionController(storage.Subscription):
         # An expired subscription's consumer state went with it above.
         doc.update(consumer_state.fresh(subscriber, now))
         try:
-            self._subs.insert_one(doc)
+            with self._consumer_appearing(queue, project, subscriber):
+                self._subs.insert_one(doc)
         except mongo_errors.DuplicateKeyError:
             return None
         return subscription_id
+
+    @contextlib.contextmanager
+    def _consumer_appearing(self, queue, project, subscriber):
+        """Around a write that may make ``subscriber`` a persistent
+        consumer of the queue: its metadata copy, which says whether the
+        queue has one (metadata.MongoCopies), is forgotten before and
+        after, as a metadata change forgets it."""
+        copies = self.driver.metadata_copies
+        if copies is None or not (isinstance(subscriber, str) and
+                                  subscriber.startswith(consumers.PREFIX)):
+            yield
+            return
+        copies.forget(queue, project)
+        try:
+            yield
+        finally:
+            copies.forget(queue, project)
 
     def update(self, queue, subscription_id, project=None, **kwargs):
         now = self.driver.now()
@@ -133,10 +152,12 @@ class SubscriptionController(storage.Subscription):
         if not changes:
             return
         try:
-            self._subs.update_one(
-                self._where(queue, project, _id=str(subscription_id)),
-                dict({'$set': changes}, **({'$unset': reset} if reset
-                                           else {})))
+            with self._consumer_appearing(queue, project,
+                                          changes.get('u')):
+                self._subs.update_one(
+                    self._where(queue, project, _id=str(subscription_id)),
+                    dict({'$set': changes}, **({'$unset': reset} if reset
+                                               else {})))
         except mongo_errors.DuplicateKeyError:
             raise storage_errors.SubscriptionAlreadyExists()
 
