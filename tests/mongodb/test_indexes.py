@@ -297,3 +297,21 @@ def test_real_server_sticky_claim_examines_no_head_pinned_to_others(
     assert stats['nReturned'] == 5
     assert stats['totalDocsExamined'] == 5
     assert stats['totalKeysExamined'] <= 8
+
+
+def test_real_server_settle_probe_examines_nothing_when_nothing_is_due(
+        driver, real_server, project):
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 600}, project=project)
+    post(driver, 'q', project, *range(300))              # delayed
+    post(driver, 'q', project, *range(50), delay=0)      # ready
+    claim(driver, 'q', project, limit=40)               # 40 claimed
+    probe = queries.needs_settling('q', project, driver.now())
+    plan = driver.messages.raw.find(probe.filter, {'_id': True}).limit(
+        1).explain()
+    assert 'COLLSCAN' not in stages(plan['queryPlanner']['winningPlan'])
+    stats = plan['executionStats']
+    assert stats['nReturned'] == 0
+    assert stats['totalDocsExamined'] == 0
+    # One seek past each empty range: claimed, delayed, expired.
+    assert stats['totalKeysExamined'] <= 4
