@@ -10,8 +10,8 @@ removes the document (a day after its last change, as a date). One
 ``find_one`` by ``_id`` reads copy and generation; a fill is a
 conditional write on the generation read with the miss; a forget bumps
 the generation and unsets the copy. A get reads the document joined to
-its messages instead (messages.py, ``_get_by_ids``). See docs/mongodb.md, *Requests per
-call*.
+its messages instead (messages.py, ``_get_by_ids``). See
+docs/mongodb.md, *Requests per call*.
 """
 
 import datetime

@@ -6,11 +6,12 @@ ended put their messages back (``c -> d``; ``d`` already holds claim expiry
 + redelivery delay), delayed messages that are due become ready
 (``d -> r``), and a bounded batch of expired messages is deleted (their
 groups then advance: groups.py). Each step takes a bounded batch, so no
-single operation grows with a backlog. Each step is an index range over exactly
-the documents that change, so a queue with nothing to settle costs three
-empty index probes; claims, pops and plain listings send one probe for
-all three instead (``settle_if_due``). Blocked group members (``b``) are in none of these
-ranges; a group head keeps its ``h`` through ``c -> d -> r``.
+single operation grows with a backlog. Each step is an index range over
+exactly the documents that change, so a queue with nothing to settle
+costs three empty index probes; claims, pops and plain listings send one
+probe for all three instead (``settle_if_due``). Blocked group members
+(``b``) are in none of these ranges; a group head keeps its ``h``
+through ``c -> d -> r``.
 """
 
 import json
