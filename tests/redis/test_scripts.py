@@ -269,6 +269,33 @@ def test_a_forked_child_uses_a_connection_of_its_own(driver, project):
     assert len(listed(driver, 'q', project)) == 41
 
 
+def test_a_child_forked_during_a_call_keeps_a_connection_of_its_own(
+        driver, project):
+    # Tried: fork while another thread's call holds the kept connection
+    # (its lock, here held by the test). The child has no such thread:
+    # its calls must not all fall back to a pooled connection each.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'warm-up')
+    held = driver.scripts._held
+    assert held._lock.acquire(blocking=False)
+    try:
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports by exit code
+            code = 1
+            try:
+                post(driver, 'q', project, 'child')
+                code = 0 if (held._conn is not None
+                             and not held._lock.locked()) else 1
+            finally:
+                os._exit(code)
+    finally:
+        held._lock.release()
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [m['body'] for m in listed(driver, 'q', project)] == [
+        'warm-up', 'child']
+
+
 def test_a_delete_reads_no_body(driver, project, raw):
     driver.queue_controller.create('q', project=project)
     post(driver, 'q', project, 'x' * 1000, client=CLIENT)

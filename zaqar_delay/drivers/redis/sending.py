@@ -22,6 +22,7 @@ close costs a reconnect, not a failed call and its retry.
 import os
 import threading
 import time
+import weakref
 
 from redis import exceptions as redis_errors
 
@@ -43,9 +44,14 @@ class HeldConnection:
 
     def __init__(self, pool):
         self._pool = pool
+        self._forget_for_child()
+        _KEPT.add(self)
+
+    def _forget_for_child(self):
+        # In a forked child: the parent's connection is not ours to use,
+        # and its lock may have been held by a thread the child lacks.
         self._lock = threading.Lock()
         self._conn = None
-        self._pid = None
         self._last_used = 0.0
 
     def evalsha(self, sha, script_keys, script_args):
@@ -60,8 +66,8 @@ class HeldConnection:
             self._lock.release()
 
     def _ready(self):
-        if self._conn is None or self._pid != os.getpid():
-            self._conn, self._pid = self._pool.get_connection(), os.getpid()
+        if self._conn is None:
+            self._conn = self._pool.get_connection()
         elif time.monotonic() - self._last_used > IDLE_CHECK_S:
             try:
                 closed_or_dirty = self._conn.can_read()
@@ -71,6 +77,17 @@ class HeldConnection:
             if closed_or_dirty:
                 self._conn.disconnect()  # the send connects again
         return self._conn
+
+
+_KEPT = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for held in list(_KEPT):
+        held._forget_for_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _on_pooled(pool, command):
