@@ -179,6 +179,31 @@ def test_a_metadata_change_on_this_node_is_not_served_from_its_cache(
     assert [m['body'] for m in listed(driver, 'q', project)] == ['warm-up']
 
 
+def test_a_cached_copy_is_checked_into_a_policy_once(
+        driver, project, monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    warm(driver, project)
+    messages = driver.message_controller
+    checked = []
+    check = type(messages).check_metadata
+
+    def counted(self, *args, **kwargs):
+        checked.append(args)
+        return check(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(messages), 'check_metadata', counted)
+    for n in range(5):
+        post(driver, 'q', project, n)
+        listed(driver, 'q', project)
+    assert len(checked) <= 1
+    # A change is a new copy, checked again: the delay applies at once.
+    driver.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    post(driver, 'q', project, 'delayed')
+    assert 'delayed' not in [m['body'] for m in listed(driver, 'q', project)]
+    assert len(checked) >= 2
+
+
 def test_the_process_keeps_a_copy_no_longer_than_the_store_does(
         driver, raw, project):
     driver.queue_controller.create('q', project=project)
