@@ -7,37 +7,14 @@ these tests look at the Swift objects.
 """
 
 import time
-import uuid
 
+from tests.consumer_helpers import (A, B, consumer, make_queue, page,
+                                    subscribe)
 from tests.contract.helpers import bodies, listed, post
 from localstack.factories import swift as swift_factory
 from zaqar_delay import consumers
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import names
-
-A = str(uuid.UUID('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'))
-B = str(uuid.UUID('bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb'))
-
-
-def make_queue(driver, project, **retention):
-    metadata = {'_retention': retention} if retention else {}
-    driver.queue_controller.create('q', metadata=metadata, project=project)
-
-
-def subscribe(driver, project, consume_id, ttl=3600):
-    return driver.subscription_controller.create(
-        'q', consumers.PREFIX + consume_id, ttl, {}, project=project)
-
-
-def page(driver, project, consume_id, marker=None, limit=10):
-    pages = driver.message_controller.list(
-        'q', project=project, marker=marker, limit=limit,
-        client_uuid=uuid.UUID(consume_id))
-    return list(next(pages)), next(pages)
-
-
-def consumer(driver, project, consume_id):
-    return driver.message_controller._consumer('q', project, consume_id)[1]
 
 
 def versions(driver, project, consume_id):
