@@ -16,7 +16,7 @@ from zaqar_delay import control_store
 from zaqar_delay import errors
 
 
-class QueueStage:
+class _Stage:
 
     def __init__(self, driver, control_driver):
         self._driver = driver
@@ -47,10 +47,23 @@ class QueueStage:
         return self._messages.stats(name, project)
 
 
-class TopicStage(QueueStage):
+class QueueStage(_Stage):
+
+    def get_metadata(self, name, project=None):
+        """The queue's metadata from the data store's exact copy, where
+        the driver keeps one (metadata_copy.py), instead of the control
+        store: Zaqar's transport reads it before every post. A copy, so
+        that what the caller does with it cannot reach a cache. None (the
+        control store answers) without copies, as with pooling."""
+        if self._driver.metadata_copies is None:
+            return None
+        return dict(self._messages.queue_metadata(name, project))
+
+
+class TopicStage(_Stage):
     """The same stage for topics (``<driver module>.topic.stages``): a
     topic's metadata lives in Zaqar's topic controller, not its queue
-    controller, and stats of a topic that does not exist is Zaqar's
+    controller (so it is not read from the queue copies), and stats of a topic that does not exist is Zaqar's
     TopicDoesNotExist (its transport answers an empty 200), not a 404."""
 
     def stats(self, name, project=None):

@@ -42,6 +42,35 @@ def through_pipeline(driver):
                             driver.queue_controller])
 
 
+def test_metadata_read_through_the_pipeline_is_exact(driver, project):
+    # Where the driver keeps copies, the stage answers from them (Zaqar's
+    # transport reads the metadata before every post); elsewhere Zaqar's
+    # queue controller does. Either way: exact, and the caller's own.
+    queues = through_pipeline(driver)
+    with pytest.raises(storage_errors.QueueDoesNotExist):
+        queues.get_metadata('missing', project=project)
+    queues.create('q', metadata={'_default_message_delay': 5},
+                  project=project)
+    post(driver, 'q', project, 'a')   # a copy, where the driver keeps one
+    got = queues.get_metadata('q', project=project)
+    assert got == {'_default_message_delay': 5}
+    got['_default_message_delay'] = 900
+    assert queues.get_metadata('q', project=project) == {
+        '_default_message_delay': 5}
+    queues.set_metadata('q', {'_max_claim_count': 3}, project=project)
+    assert queues.get_metadata('q', project=project) == {
+        '_max_claim_count': 3}
+    queues.delete('q', project=project)
+    with pytest.raises(storage_errors.QueueDoesNotExist):
+        queues.get_metadata('q', project=project)
+
+
+def test_topic_metadata_is_never_read_from_the_queue_copies(driver):
+    # A topic's metadata is Zaqar's topic controller's alone.
+    assert not hasattr(stages.TopicStage(driver, driver.control_driver),
+                       'get_metadata')
+
+
 BAD_DEAD_LETTER_QUEUES = ['has space', 'slash/y', 'x' * 65, '', 7,
                           '\u2603']
 

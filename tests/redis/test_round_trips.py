@@ -12,12 +12,14 @@ import uuid
 
 import pytest
 import redis as redis_py
+from zaqar.common import pipeline as common
 
 from benchmarks import round_trips
 from localstack import backends
 from tests import metadata_copies
 from tests.contract.helpers import CLIENT, claim, listed, post
 from zaqar_delay import errors
+from zaqar_delay import stages
 from zaqar_delay import sticky
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
@@ -177,6 +179,23 @@ def test_a_metadata_change_on_this_node_is_not_served_from_its_cache(
     # stale script first.
     assert counter.of(driver.connection) == 3
     assert [m['body'] for m in listed(driver, 'q', project)] == ['warm-up']
+
+
+def test_zaqar_reads_queue_metadata_from_the_copy_not_the_control_store(
+        driver, project):
+    # Its transport reads the metadata before every post: one round trip
+    # to the data store instead of two to the control store.
+    queues = common.Pipeline([stages.QueueStage(driver,
+                                                driver.control_driver),
+                              driver.queue_controller])
+    driver.queue_controller.create('q', {'_max_claim_count': 3},
+                                   project=project)
+    warm(driver, project)
+    with round_trips.counting() as counter:
+        assert queues.get_metadata('q', project=project) == {
+            '_max_claim_count': 3}
+    assert counter.of(driver.control_driver.connection) == 0
+    assert counter.of(driver.connection) == 1
 
 
 def test_a_cached_copy_is_checked_into_a_policy_once(
