@@ -10,9 +10,11 @@ driver on that redis-server and its own message store:
 * ``ours``: ``delay.redis``, our Redis driver, on the same redis-server;
 * ``zaqar``: Zaqar's own ``redis`` driver, on the same redis-server;
 * ``ceiling``: ``bench.memory`` (benchmarks/memory_store.py), a few dicts
-  in the server process, registered as an entry point in the servers'
-  environment only (a ``.dist-info`` in a temporary directory on their
-  PYTHONPATH): about the most any driver can give through Zaqar's API.
+  in the server process, with a queue stage that answers Zaqar's
+  metadata reads from the process as ours answers them from its copy;
+  both registered as entry points in the servers' environment only (a
+  ``.dist-info`` in a temporary directory on their PYTHONPATH): about
+  the most any driver can give through Zaqar's API.
 
 ``--clients`` processes, each with its own ``requests`` session, run three
 phases of ``--seconds`` each: ``post`` (10 messages per request),
@@ -63,15 +65,19 @@ KINDS = ('post', 'claim+delete', 'claim')
 CLAIM_TOP_UP = 300
 LABELS = ('ours', 'zaqar', 'ceiling')
 CEILING_STORE = 'bench.memory'
-CEILING_ENTRY_POINT = '[zaqar.data.storage]\n{} = {}:DataDriver\n'.format(
-    CEILING_STORE, 'benchmarks.memory_store')
+# The store, and its queue stage (which answers Zaqar's metadata reads
+# from the process, as ours answers them from the data store's copy).
+CEILING_ENTRY_POINT = (
+    '[zaqar.data.storage]\n{store} = {module}:DataDriver\n\n'
+    '[{module}.queue.stages]\nmessage_queue_handler = {module}:QueueStage\n'
+).format(store=CEILING_STORE, module='benchmarks.memory_store')
 Phase = collections.namedtuple('Phase', 'messages seconds cpu redis_cpu')
 
 
 def ceiling_environment(directory):
     """PYTHONPATH for a zaqar-server that finds ``bench.memory``: a
-    distribution's metadata in ``directory``, declaring only that entry
-    point, and this checkout (whose zaqar_delay the servers run too)."""
+    distribution's metadata in ``directory``, declaring only its entry
+    points, and this checkout (whose zaqar_delay the servers run too)."""
     info = os.path.join(directory, 'zaqar_delay_benchmarks-0.dist-info')
     os.mkdir(info)
     with open(os.path.join(info, 'METADATA'), 'w') as metadata:

@@ -33,3 +33,36 @@ def test_e2e_benchmark_prints_every_driver(capsys):
     targets = out.split('#### targets (issue 21)')[1].strip().splitlines()
     assert len(targets) == 5
     assert all(line.endswith((' met', ' NOT met')) for line in targets)
+
+
+def test_the_ceiling_declares_its_queue_stage(tmp_path):
+    # Zaqar's pipeline finds a store's stages under "<module>.queue.stages".
+    from importlib import metadata
+    e2e.ceiling_environment(str(tmp_path))
+    found = metadata.distributions(path=[str(tmp_path)])
+    points = {(ep.group, ep.name): ep.value
+              for dist in found for ep in dist.entry_points}
+    assert points[('zaqar.data.storage', e2e.CEILING_STORE)] == \
+        'benchmarks.memory_store:DataDriver'
+    assert points[('benchmarks.memory_store.queue.stages',
+                   'message_queue_handler')] == \
+        'benchmarks.memory_store:QueueStage'
+
+
+def test_the_ceiling_stage_reads_the_control_store_once_per_change(
+        redis_url, project):
+    from zaqar.common import pipeline as common
+    from benchmarks import memory_store
+    from benchmarks import round_trips
+    from localstack import backends
+    control = backends.control_driver(backends.make_conf(), redis_url)
+    queues = common.Pipeline([memory_store.QueueStage(None, control),
+                              control.queue_controller])
+    queues.create('q', metadata={'a': 1}, project=project)
+    with round_trips.counting() as counter:
+        assert queues.get_metadata('q', project=project) == {'a': 1}
+        assert queues.get_metadata('q', project=project) == {'a': 1}
+    assert counter.of(control.connection) == 2    # the first read only
+    queues.set_metadata('q', {'a': 2}, project=project)
+    assert queues.get_metadata('q', project=project) == {'a': 2}
+    queues.delete('q', project=project)
