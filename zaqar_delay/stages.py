@@ -63,8 +63,9 @@ class QueueStage(_Stage):
 class TopicStage(_Stage):
     """The same stage for topics (``<driver module>.topic.stages``): a
     topic's metadata lives in Zaqar's topic controller, not its queue
-    controller (so it is not read from the queue copies), and stats of a topic that does not exist is Zaqar's
-    TopicDoesNotExist (its transport answers an empty 200), not a 404."""
+    controller (so it is not read from the queue copies), and stats of a
+    topic that does not exist is Zaqar's TopicDoesNotExist (its transport
+    answers an empty 200), not a 404."""
 
     def stats(self, name, project=None):
         with control_store.reached():
