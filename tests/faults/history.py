@@ -33,6 +33,10 @@ prove, so a noisy machine cannot produce a false violation:
   execute only from t + T; after a pop, never.
 * ``after_deletion`` - a hand-out that began after a delete of the same
   message had returned successfully, or after another pop returned it.
+  On a queue with a dead-letter queue, a delete sent with a claim that
+  may have ended before the delete ran proves nothing: the message may
+  have been dead-lettered first, and Zaqar answers 204 for a message that
+  is no longer there.
 * ``early`` - a hand-out that returned before its post was even sent plus
   the message's delay.
 * ``group_order`` - a hand-out of a group member that returned before an
@@ -143,6 +147,8 @@ def check(records, examples=5, dead_letters=None):
     consumed, maybe_gone = set(), collections.defaultdict(list)
     operations, faults = collections.Counter(), collections.Counter()
     crashes, failed_pops = [], []
+    claims = {r['claim']: r for r in records
+              if r['op'] == 'claim' and r['outcome'] == 'ok'}
     for r in records:
         if r['op'] == 'fault':
             faults[r['kind']] += 1
@@ -170,7 +176,8 @@ def check(records, examples=5, dead_letters=None):
         elif r['op'] == 'delete':
             if r['outcome'] == 'ok':
                 consumed.add(r['tag'])
-                _earliest(gone, r['tag'], r['t1'])
+                if not _may_have_been_dead_lettered(r, claims, dead_letters):
+                    _earliest(gone, r['tag'], r['t1'])
             if r['outcome'] != 'refused':
                 maybe_gone[r['tag']].append(r['t0'])
 
@@ -222,6 +229,15 @@ def check(records, examples=5, dead_letters=None):
 
 def _earliest(table, tag, at):
     table[tag] = min(at, table.get(tag, at))
+
+
+def _may_have_been_dead_lettered(delete, claims, dead_letters):
+    """Could the message have left the queue for its dead-letter queue
+    before this delete ran, its claim having ended (a claim executes at
+    its t0 at the earliest, so it ends at t0 + ttl at the earliest)?"""
+    claim = claims.get(delete.get('claim'))
+    return (delete['q'] in dead_letters and claim is not None
+            and delete['t1'] + TOLERANCE_S >= claim['t0'] + claim['ttl'])
 
 
 def _after(gone, tag, handout):

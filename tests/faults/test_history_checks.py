@@ -82,6 +82,25 @@ def test_a_hand_out_after_a_pop_or_a_delete_is_found():
         'after_deletion': 1}
 
 
+def test_a_delete_after_its_claim_may_have_ended_proves_no_deletion():
+    # c1 (ttl 2, sent at 1) may have ended at 3.0, before the delete ran
+    # at 3.05-3.06: the message may have been dead-lettered first, its
+    # delete answering 204 for a message no longer in 'q'
+    def dead_letter_handout(deleted_at, dead_letters):
+        return history.check([
+            post('a', 0), claim('a', 1, claim_id='c1'),
+            delete('a', deleted_at, claim_id='c1'),
+            claim('a', 3.2, claim_id='c2', q='dlq'),
+            delete('a', 3.3, claim_id='c2', q='dlq')],
+            dead_letters=dead_letters)['violations']
+
+    assert dead_letter_handout(3.05, {'q': 'dlq'}) == {}
+    # while c1 certainly lived, its delete's 204 proves the deletion
+    assert dead_letter_handout(1.1, {'q': 'dlq'}) == {'after_deletion': 1}
+    # without a dead-letter queue the message cannot have moved
+    assert dead_letter_handout(3.05, {}) == {'after_deletion': 1}
+
+
 def test_a_hand_out_before_the_delay_is_found():
     assert violations([post('a', 10, delay=2), pop('a', 11)]) == {
         'early': 1}
