@@ -234,13 +234,18 @@ def stages(plan):
     return found
 
 
-def test_real_server_claim_examines_only_ready_messages(driver, real_server,
-                                                       project):
+def delayed_ready_and_claimed(driver, project):
+    """Queue 'q': 300 delayed messages, then 10 ready and 40 claimed."""
     driver.queue_controller.create(
         'q', metadata={'_default_message_delay': 600}, project=project)
     post(driver, 'q', project, *range(300))              # delayed
     post(driver, 'q', project, *range(50), delay=0)      # ready
     claim(driver, 'q', project, limit=40)               # 40 claimed
+
+
+def test_real_server_claim_examines_only_ready_messages(driver, real_server,
+                                                       project):
+    delayed_ready_and_claimed(driver, project)
     now = driver.now()
     plan = explain(driver, queries.ready('q', project, now), limit=5)
     winning = plan['queryPlanner']['winningPlan']
@@ -301,11 +306,7 @@ def test_real_server_sticky_claim_examines_no_head_pinned_to_others(
 
 def test_real_server_settle_probe_examines_nothing_when_nothing_is_due(
         driver, real_server, project):
-    driver.queue_controller.create(
-        'q', metadata={'_default_message_delay': 600}, project=project)
-    post(driver, 'q', project, *range(300))              # delayed
-    post(driver, 'q', project, *range(50), delay=0)      # ready
-    claim(driver, 'q', project, limit=40)               # 40 claimed
+    delayed_ready_and_claimed(driver, project)
     probe = queries.needs_settling('q', project, driver.now())
     plan = driver.messages.raw.find(probe.filter, {'_id': True}).limit(
         1).explain()
@@ -315,3 +316,29 @@ def test_real_server_settle_probe_examines_nothing_when_nothing_is_due(
     assert stats['totalDocsExamined'] == 0
     # One seek past each empty range: claimed, delayed, expired.
     assert stats['totalKeysExamined'] <= 4
+
+
+def index_names(plan):
+    found = [plan['indexName']] if 'indexName' in plan else []
+    for child in plan.get('inputStages', []) + [plan.get('inputStage')]:
+        if child:
+            found += index_names(child)
+    return found
+
+
+def test_real_server_claim_of_one_picks_the_oldest_by_its_index(
+        driver, real_server, project):
+    # claims.py: a claim or pop of one is a findAndModify that sorts
+    # itself, with no hint (MongoDB 4.2 takes none there): the planner
+    # must choose the index that gives the order, and read one message.
+    delayed_ready_and_claimed(driver, project)
+    ready = queries.ready('q', project, driver.now())
+    plan = driver.messages.raw.database.command(
+        'explain', {'findAndModify': driver.messages.raw.name,
+                    'query': ready.filter, 'sort': dict(ready.sort),
+                    'update': {'$set': {'unused': 1}}},
+        verbosity='executionStats')
+    winning = plan['queryPlanner']['winningPlan']
+    assert 'SORT' not in stages(winning)
+    assert index_names(winning) == [queries.READY_INDEX]
+    assert plan['executionStats']['totalDocsExamined'] == 1

@@ -98,7 +98,12 @@ class ClaimController(controller.ClaimController):
                 groups.advance_all(self.driver, queue, project,
                                    groups.groups_of(taken), now)
                 taken = popped
-            self._claims.delete_one({'_id': claim_id})
+            else:
+                self._claims.delete_one({'_id': claim_id})
+            # A pop's claim document is left to end by itself: the next
+            # full settle of the queue removes it with the claims that
+            # ended before it (state.settle_if_due), one batched request
+            # for many pops instead of one each.
             return claim_id, [
                 state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
                              claimed=False) for doc in taken]
@@ -124,14 +129,8 @@ class ClaimController(controller.ClaimController):
         while len(taken) < limit:
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
-            wanted = limit - len(taken)
-            candidates = [doc['_id'] for doc in self._messages.find(
-                ready.filter, {'_id': True}, ready.sort, wanted,
-                ready.index)]
-            if not candidates:
-                break
-            won = self._take_candidates(ready.filter, candidates, claim_id,
-                                        update)
+            won, drained = self._take_ready(ready, limit - len(taken),
+                                            claim_id, update)
             exhausted, handed = [], []
             for doc in won:
                 if (policy.max_claim_count
@@ -146,7 +145,7 @@ class ClaimController(controller.ClaimController):
             if exhausted:
                 self._dead_letter(queue, project, policy, claim_id,
                                   exhausted, now)
-            elif len(candidates) < wanted:
+            elif drained:
                 # Every message ready at ``now`` was a candidate: another
                 # read could only find messages posted since. (A dead
                 # letter may make its group's next member ready, or come
@@ -155,22 +154,41 @@ class ClaimController(controller.ClaimController):
         taken.sort(key=lambda doc: doc[f.POSITION])
         return taken
 
-    def _take_candidates(self, ready, candidates, claim_id, update):
-        """Claim those of ``candidates`` still ``ready``; returns the
-        documents this claim won, in position order. One candidate (a
-        pop or claim of one, the last message ready) is one
-        ``findAndModify``, a retryable write; more are an ``update_many``
-        and a read of which ones this claim got."""
+    def _take_ready(self, ready, wanted, claim_id, update):
+        """Claim up to ``wanted`` of the messages ``ready`` finds; returns
+        (the documents this claim won, in position order, whether fewer
+        than ``wanted`` were ready).
+
+        One wanted (a pop or claim of one, the last place of a batch) is
+        one ``findAndModify`` that picks the oldest ready message itself,
+        a retryable write. Its index is the planner's choice, as MongoDB
+        4.2 takes no hint there: only ``zd_state_position`` gives the sort
+        without reading the whole range, so it wins at the first message
+        (tests/mongodb/test_indexes.py checks it on a real server). A
+        sticky claim's range needs its hint (pins.py), so it reads its
+        candidate first. More are a read of candidates, an
+        ``update_many`` of those still ready, and a read of which ones
+        this claim got."""
+        if wanted == 1 and ready.index == queries.READY_INDEX:
+            doc = self._messages.find_one_and_update(
+                ready.filter, update, sort=ready.sort,
+                return_document=pymongo.ReturnDocument.AFTER)
+            return ([doc], False) if doc is not None else ([], True)
+        candidates = [doc['_id'] for doc in self._messages.find(
+            ready.filter, {'_id': True}, ready.sort, wanted, ready.index)]
+        if not candidates:
+            return [], True
         if len(candidates) == 1:
             doc = self._messages.find_one_and_update(
-                dict(ready, _id=candidates[0]), update,
+                dict(ready.filter, _id=candidates[0]), update,
                 return_document=pymongo.ReturnDocument.AFTER)
-            return [doc] if doc is not None else []
-        self._messages.update_many(dict(ready, _id={'$in': candidates}),
-                                   update)
+            return ([doc] if doc is not None else []), wanted > 1
+        self._messages.update_many(
+            dict(ready.filter, _id={'$in': candidates}), update)
         return self._messages.find(
             {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
-             '_id': {'$in': candidates}}, sort=[(f.POSITION, 1)])
+             '_id': {'$in': candidates}},
+            sort=[(f.POSITION, 1)]), len(candidates) < wanted
 
     def _dead_letter(self, queue, project, policy, claim_id, docs, now):
         """Move messages whose attempts ran out to the dead-letter queue.

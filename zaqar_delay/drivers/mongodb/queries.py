@@ -15,6 +15,9 @@ from zaqar_delay.drivers.mongodb import fields as f
 Query = collections.namedtuple('Query', 'collection filter sort index')
 
 
+READY_INDEX = 'zd_state_position'
+
+
 def ready(queue, project, now, client=None):
     """Claimable messages, oldest position first (claim, pop). For a
     sticky ``client``: the unpinned ones and those pinned to it, never
@@ -22,8 +25,7 @@ def ready(queue, project, now, client=None):
     query = f.queue_filter(queue, project, **{
         f.STATE: f.READY, f.EXPIRES: {'$gt': now}})
     if client is None:
-        return Query(f.MESSAGES, query, [(f.POSITION, 1)],
-                     'zd_state_position')
+        return Query(f.MESSAGES, query, [(f.POSITION, 1)], READY_INDEX)
     query[f.PIN] = {'$in': [None, client]}
     return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_ready_pin')
 
