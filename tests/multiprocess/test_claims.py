@@ -90,15 +90,18 @@ def test_abandoned_claims_are_redelivered_never_concurrently(
 
 
 @pytest.mark.parametrize('backend_name', ['mongodb'])
+@pytest.mark.parametrize('limit', [3, 1])
 def test_concurrent_claims_each_hold_their_own_messages(
-        team, backend_name, driver, project, redis_url):
+        team, backend_name, driver, project, redis_url, limit):
     """Claims that are never deleted: each message is held by the one
-    claim that got it, claimed once."""
+    claim that got it, claimed once. A claim of one takes its message
+    with a sorted findAndModify alone (claims.py), a claim of 3 reads
+    candidates first."""
     driver.queue_controller.create('held', project=project)
     posted = [mid for mid, _ in workers.post_all(
         driver, 'held', project, workers.bodies_of(0, 150), 5)]
-    plan = Plan(limit=3, claim_ttl=300, abandon_every=1, until_empty=False,
-                pause=0)
+    plan = Plan(limit=limit, claim_ttl=300, abandon_every=1,
+                until_empty=False, pause=0)
     _, handouts, problems = helpers.run_producers_and_consumers(
         team, 'held', project, [], [plan] * 6, plan)
     assert problems == []
