@@ -29,7 +29,7 @@ from zaqar_delay.drivers.mongodb import metadata
 PER_CALL = {
     'post (10 messages)': (4, 0),
     'pop (1)': (6, 0),
-    'claim (10)': (7, 0),
+    'claim (10)': (6, 0),
     'delete': (1, 0),
     'list': (3, 0),   # naming the client, as Zaqar's API does
     'get': (1, 0),

@@ -46,6 +46,8 @@ from zaqar_delay.drivers.mongodb import state
 POP_CLAIM_TTL = 30
 # Tries of a pop's delete before the pop fails (see _delete_popped).
 POP_DELETE_ATTEMPTS = 3
+# Where a read-back carries the claim document it joined (_take_ready).
+JOINED_CLAIM = 'zd_claim_doc'
 
 
 class ClaimController(controller.ClaimController):
@@ -78,9 +80,10 @@ class ClaimController(controller.ClaimController):
         self._claims.insert_one(f.queue_filter(queue, project, **{
             '_id': claim_id, f.TTL: ttl, f.EXPIRES: expires, 'g': grace,
             f.REDELIVERY: policy.redelivery_delay}))
-        taken = self._hand_out(queue, project, now, claim_id, expires,
-                               grace, limit, policy, kept, client)
-        if taken and not self._still_live(claim_id):
+        taken, live = self._hand_out(queue, project, now, claim_id,
+                                     expires, grace, limit, policy, kept,
+                                     client)
+        if taken and not (live or self._still_live(claim_id)):
             # A settle ended this claim while it was being built (its ttl
             # ran out meanwhile): nothing else will walk its messages, so
             # they go back now and the caller gets nothing.
@@ -125,12 +128,16 @@ class ClaimController(controller.ClaimController):
                      f.REDELIVERY: redelivery},
             '$inc': {f.CLAIM_COUNT: 1},
             '$max': _kept_alive(now, expires, grace)}
-        taken = []
+        # Whether the claim was seen live after the last message it won
+        # (read with that message: _take_ready).
+        taken, live = [], False
         while len(taken) < limit:
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
-            won, drained = self._take_ready(ready, limit - len(taken),
-                                            claim_id, update)
+            won, drained, seen_live = self._take_ready(
+                ready, limit - len(taken), claim_id, update)
+            if won:
+                live = seen_live
             exhausted, handed = [], []
             for doc in won:
                 if (policy.max_claim_count
@@ -152,12 +159,13 @@ class ClaimController(controller.ClaimController):
                 # back to this very queue: then read again.)
                 break
         taken.sort(key=lambda doc: doc[f.POSITION])
-        return taken
+        return taken, live
 
     def _take_ready(self, ready, wanted, claim_id, update):
         """Claim up to ``wanted`` of the messages ``ready`` finds; returns
         (the documents this claim won, in position order, whether fewer
-        than ``wanted`` were ready).
+        than ``wanted`` were ready, whether the claim was seen live after
+        winning them).
 
         One wanted (a pop or claim of one, the last place of a batch) is
         one ``findAndModify`` that picks the oldest ready message itself,
@@ -168,27 +176,35 @@ class ClaimController(controller.ClaimController):
         sticky claim's range needs its hint (pins.py), so it reads its
         candidate first. More are a read of candidates, an
         ``update_many`` of those still ready, and a read of which ones
-        this claim got."""
+        this claim got, joined with the claim document (``$lookup`` by
+        ``_id``): read after the update, it tells whether a settle ended
+        the claim meanwhile (take), with no request of its own."""
         if wanted == 1 and ready.index == queries.READY_INDEX:
             doc = self._messages.find_one_and_update(
                 ready.filter, update, sort=ready.sort,
                 return_document=pymongo.ReturnDocument.AFTER)
-            return ([doc], False) if doc is not None else ([], True)
+            return ([doc], False, False) if doc else ([], True, False)
         candidates = [doc['_id'] for doc in self._messages.find(
             ready.filter, {'_id': True}, ready.sort, wanted, ready.index)]
         if not candidates:
-            return [], True
+            return [], True, False
         if len(candidates) == 1:
             doc = self._messages.find_one_and_update(
                 dict(ready.filter, _id=candidates[0]), update,
                 return_document=pymongo.ReturnDocument.AFTER)
-            return ([doc] if doc is not None else []), wanted > 1
+            return ([doc] if doc else []), wanted > 1, False
         self._messages.update_many(
             dict(ready.filter, _id={'$in': candidates}), update)
-        return self._messages.find(
-            {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
-             '_id': {'$in': candidates}},
-            sort=[(f.POSITION, 1)]), len(candidates) < wanted
+        won = self._messages.aggregate([
+            {'$match': {f.CLAIM: claim_id, f.STATE: f.CLAIMED,
+                        '_id': {'$in': candidates}}},
+            {'$sort': {f.POSITION: 1}},
+            {'$lookup': {'from': f.CLAIMS, 'localField': f.CLAIM,
+                         'foreignField': '_id', 'as': JOINED_CLAIM}}])
+        joined = [doc.pop(JOINED_CLAIM) for doc in won]
+        live = bool(joined) and bool(joined[0]) and \
+            f.ENDED not in joined[0][0]
+        return won, len(candidates) < wanted, live
 
     def _dead_letter(self, queue, project, policy, claim_id, docs, now):
         """Move messages whose attempts ran out to the dead-letter queue.
