@@ -159,6 +159,25 @@ def test_exhausted_messages_are_dropped_without_dead_letter_queue(
     assert stats(driver, queue, project)['total'] == 0
 
 
+@pytest.mark.parametrize('limit', [1, 2])
+def test_a_pop_dead_letters_what_has_no_attempt_left(
+        driver, make_queue, project, clock, limit):
+    # 'poison' was claimed _max_claim_count times and never deleted: a
+    # pop must move it to the dead-letter queue, not return it, and
+    # still pop the next message (as a claim would hand it out).
+    dlq = make_queue()
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
+    ids = post(driver, queue, project, 'poison', 'fine', 'later')
+    claim(driver, queue, project, limit=1, ttl=60)
+    clock.advance(60)
+    popped = driver.message_controller.pop(queue, limit, project=project)
+    assert bodies(popped) == ['fine', 'later'][:limit]
+    assert [(m['id'], m['body']) for m in listed(driver, dlq, project)] == [
+        (ids[0], 'poison')]
+    assert bodies(listed(driver, queue, project, include_claimed=True)) == (
+        ['later'][:2 - limit])
+
+
 def test_pop_claims_and_deletes_in_one_step(driver, make_queue, project):
     queue = make_queue()
     post(driver, queue, project, 'a', 'b', 'c')

@@ -59,6 +59,32 @@ def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
     assert reads <= 3, 'claim read %d message hashes' % reads
 
 
+def test_a_posted_message_goes_into_four_indexes(driver, raw, project):
+    # README, Performance: all messages, unclaimed, expiry, and claimable
+    # or delayed (by due time, the member prefixed with its position).
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 600}, project=project)
+    now_id, = post(driver, 'q', project, 'now', delay=0)
+    later_id, = post(driver, 'q', project, 'later')
+    prefix = keys.queue_prefix('q', project) + ':'
+
+    def indexes_holding(message_id):
+        found = set()
+        for suffix in keys.QUEUE_KEY_SUFFIXES:
+            key = prefix + suffix
+            if raw.type(key) != b'zset':
+                continue
+            members = [m.decode() for m in raw.zrange(key, 0, -1)]
+            if any(m == message_id or m.endswith(':' + message_id)
+                   for m in members):
+                found.add(suffix)
+        return found
+
+    assert indexes_holding(now_id) == {'msgs', 'free', 'expiry', 'avail'}
+    assert indexes_holding(later_id) == {'msgs', 'free', 'expiry',
+                                         'delayed'}
+
+
 def test_a_retried_post_does_not_duplicate(driver, project):
     driver.queue_controller.create('q', project=project)
     args = [CLIENT.hex, 'fixed-id', 60, 0, json.dumps('once'), '', '', 0]

@@ -127,6 +127,40 @@ def test_every_hot_call_is_one_round_trip_once_warm(driver, project):
     assert sent == {name: (1, 0) for name in calls}
 
 
+def test_every_other_change_to_a_queue_is_one_script_once_warm(
+        driver, project):
+    # README: each change to a queue is one Lua script; the hot calls
+    # are counted above, these here.
+    driver.queue_controller.create('q', project=project)
+    warm(driver, project)
+    messages, claims = driver.message_controller, driver.claim_controller
+    control = driver.control_driver.connection
+
+    def changes():
+        ids = post(driver, 'q', project, *range(10))
+        renewed, _ = claim(driver, 'q', project, limit=3)
+        released, _ = claim(driver, 'q', project, limit=3)
+        return {
+            'bulk_delete': lambda: messages.bulk_delete(
+                'q', ids[6:8], project=project),
+            'renew': lambda: claims.update(
+                'q', renewed, {'ttl': 120, 'grace': 60}, project=project),
+            'release': lambda: claims.delete('q', released,
+                                             project=project),
+            'clean': lambda: messages.clean('q', project, 100),
+        }
+
+    for call in changes().values():
+        call()   # loads the call's scripts into Redis once
+    sent = {}
+    for name, call in changes().items():
+        with round_trips.counting() as counter:
+            call()
+        sent[name] = (counter.of(driver.connection), counter.of(control))
+    assert sent == {name: (1, 0) for name in sent}
+    assert set(sent) == {'bulk_delete', 'renew', 'release', 'clean'}
+
+
 def test_a_stale_cached_policy_acts_on_nothing_and_the_call_runs_again(
         driver, conf, redis_url, raw, project):
     other = second_node(driver, conf, redis_url)

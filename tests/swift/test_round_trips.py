@@ -4,6 +4,7 @@
 import threading
 
 from tests.contract.helpers import claim, post
+from tests.swift.requests import Requests
 from zaqar_delay.drivers.swift import names
 
 # More messages than the default max_parallel_requests (8): the requests of
@@ -93,3 +94,19 @@ def test_a_delete_reads_the_message_locks_claim_and_consumers_at_once(
     assert len(met) == 4
     assert list(driver.message_controller.bulk_get(
         queue, [got[0]['id']], project=project)) == []
+
+
+def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(
+        driver, make_queue, project, monkeypatch):
+    # docs/swift.md, *Swift requests per operation*, and the README's
+    # "41 requests for a post of 10": per message its position (PUT, then
+    # a HEAD to read it back), the message and its claimable entry.
+    queue = make_queue()
+    post(driver, queue, project, 'warm-up')
+    requests = Requests(driver, monkeypatch)
+    assert requests.during(lambda: post(driver, queue, project,
+                                        *range(10))) == 1 + 4 * 10
+    assert sorted(set(requests.calls)) == ['get_container', 'head_object',
+                                           'put_object']
+    assert requests.calls.count('head_object') == 10
+    assert requests.calls.count('put_object') == 3 * 10
