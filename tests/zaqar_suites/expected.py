@@ -3,8 +3,8 @@ and the building of one test class per (backend, Zaqar suite).
 
 Expected failures are keyed by (backend, suite, test name); ``'*'`` as
 backend means every one. Each is run as a strict expected failure (it must
-fail: a pass means the entry is stale), and each is listed in README's
-compatibility section.
+fail: a pass means the entry is stale), and each is listed in
+docs/compatibility.md (*Where we differ, by design*).
 """
 
 import functools

@@ -1,12 +1,14 @@
-"""The README's table of where we differ from Zaqar's suites lists exactly
-the expected failures tests/zaqar_suites/expected.py marks."""
+"""docs/compatibility.md's table of where we differ from Zaqar's suites
+lists exactly the expected failures tests/zaqar_suites/expected.py
+marks."""
 
 import pathlib
 import re
 
 from tests.zaqar_suites import expected
 
-README = pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'compatibility.md'
+COMPATIBILITY = (pathlib.Path(__file__).resolve().parents[2] / 'docs'
+                 / 'compatibility.md')
 BACKENDS = {'Redis': 'redis', 'MongoDB': 'mongodb', 'Swift': 'swift'}
 SUITES = {'ClaimControllerTest': 'Claims', 'MessageControllerTest':
           'Messages', 'QueueControllerTest': 'Queues',
@@ -15,7 +17,7 @@ SUITES = {'ClaimControllerTest': 'Claims', 'MessageControllerTest':
 
 
 def documented():
-    text = README.read_text()
+    text = COMPATIBILITY.read_text()
     table = text.split('Where we differ, by design', 1)[1].split('\n\n')[1]
     rows, test = set(), None
     for line in table.splitlines()[2:]:
