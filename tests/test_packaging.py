@@ -4,8 +4,10 @@ import configparser
 import importlib
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 
 import yaml
 from importlib import metadata
@@ -116,3 +118,36 @@ def test_the_local_servers_are_not_installed_with_the_driver():
     # The driver and its tempest plugin, nothing else.
     assert {package.split('.')[0] for package in packages} == {
         'zaqar_delay', 'zaqar_delay_tempest_plugin'}
+
+
+def test_a_wheel_built_from_the_tree_carries_the_lua_and_entry_points(
+        tmp_path):
+    """``pip install /path/to/zaqar-delay`` (README) installs a built
+    wheel, not the tree: the Redis scripts must travel in it. Built from
+    a copy, so the tree gets no build output."""
+    source = tmp_path / 'source'
+    source.mkdir()
+    for name in ('setup.py', 'setup.cfg', 'README.md', 'LICENSE'):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, source / name)
+    for package in ('zaqar_delay', 'zaqar_delay_tempest_plugin'):
+        shutil.copytree(ROOT / package, source / package,
+                        ignore=shutil.ignore_patterns('__pycache__'))
+    subprocess.run(
+        [sys.executable, '-m', 'pip', 'wheel', '--no-deps',
+         '--no-build-isolation', '--no-index', '-q', '-w',
+         str(tmp_path / 'dist'), str(source)], check=True,
+        capture_output=True)
+    wheel, = (tmp_path / 'dist').glob('zaqar_delay-*.whl')
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points_txt, = [n for n in names
+                             if n.endswith('.dist-info/entry_points.txt')]
+        declared = archive.read(entry_points_txt).decode()
+    scripts = {path.relative_to(ROOT).as_posix() for path in
+               (ROOT / 'zaqar_delay').glob('drivers/*/lua/*.lua')}
+    assert scripts and scripts <= names, scripts - names
+    assert not any(n.startswith(('tests/', 'localstack/', 'benchmarks/'))
+                   for n in names)
+    for backend in BACKENDS:
+        assert 'delay.%s = ' % backend in declared
