@@ -62,6 +62,19 @@ def test_each_call_sends_the_requests_the_docs_table_shows(driver, project):
     assert figures == PER_CALL
 
 
+def test_a_claim_of_one_is_five_requests(driver, project):
+    # docs/mongodb.md, *Requests per call*: the copy, the probe, the
+    # claim document, one sorted findAndModify, the still-live check.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, *range(5))
+    claim(driver, 'q', project, limit=1)   # fills and caches the copy
+    assert requests(driver, lambda: claim(driver, 'q', project,
+                                          limit=1)) == (5, 0)
+    assert sent(driver, lambda: claim(driver, 'q', project, limit=1)) == [
+        'find_one', 'find', 'insert_one', 'find_one_and_update',
+        'find_one']
+
+
 def test_post_claim_pop_list_and_get_read_no_control_store_once_warm(
         driver, project):
     driver.queue_controller.create('q', project=project)

@@ -92,6 +92,10 @@ class ClaimController(controller.ClaimController):
             return claim_id, []
         if mode == 'pop' or not taken:
             if taken:
+                # The pop's claim document is left to end by itself: the
+                # next full settle of the queue removes it with the claims
+                # that ended before it (state.settle_if_due), one batched
+                # request for many pops instead of one each.
                 popped = self._delete_popped(queue, project, claim_id,
                                              taken)
                 if policy.sticky and client is None:
@@ -103,10 +107,6 @@ class ClaimController(controller.ClaimController):
                 taken = popped
             else:
                 self._claims.delete_one({'_id': claim_id})
-            # A pop's claim document is left to end by itself: the next
-            # full settle of the queue removes it with the claims that
-            # ended before it (state.settle_if_due), one batched request
-            # for many pops instead of one each.
             return claim_id, [
                 state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
                              claimed=False) for doc in taken]
