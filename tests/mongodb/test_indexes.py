@@ -226,12 +226,21 @@ def explain(driver, query, limit=10):
     return cursor.limit(limit).hint(query.index).explain()
 
 
-def stages(plan):
-    found = [plan.get('stage')]
+def plan_nodes(plan):
+    """Every stage of an explained plan, the root first."""
+    yield plan
     for child in plan.get('inputStages', []) + [plan.get('inputStage')]:
         if child:
-            found += stages(child)
-    return found
+            yield from plan_nodes(child)
+
+
+def stages(plan):
+    return [node.get('stage') for node in plan_nodes(plan)]
+
+
+def index_names(plan):
+    return [node['indexName'] for node in plan_nodes(plan)
+            if 'indexName' in node]
 
 
 def delayed_ready_and_claimed(driver, project):
@@ -316,14 +325,6 @@ def test_real_server_settle_probe_examines_nothing_when_nothing_is_due(
     assert stats['totalDocsExamined'] == 0
     # One seek past each empty range: claimed, delayed, expired.
     assert stats['totalKeysExamined'] <= 4
-
-
-def index_names(plan):
-    found = [plan['indexName']] if 'indexName' in plan else []
-    for child in plan.get('inputStages', []) + [plan.get('inputStage')]:
-        if child:
-            found += index_names(child)
-    return found
 
 
 def test_real_server_claim_of_one_picks_the_oldest_by_its_index(
