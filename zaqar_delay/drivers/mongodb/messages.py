@@ -458,7 +458,7 @@ class MessageController(controller.MessageController):
         # Every message retention no longer keeps goes first, as every
         # expired one does, so depths and heads are what reads see.
         kept_by.settle(self.driver, queue, project,
-                       self.retention_of(queue, project), now, batch=None)
+                       self.retention_of(queue, project), now, whole=True)
         return groups.page(self.driver, queue, project, marker, limit, now)
 
     def _purge_group(self, queue, project, group):
@@ -473,7 +473,7 @@ class MessageController(controller.MessageController):
         # into the target as new messages.
         kept_by.settle(self.driver, queue, project,
                        self.retention_of(queue, project), self.driver.now(),
-                       batch=None)
+                       whole=True)
         return group_moves.move(self.driver, queue, project, group, target,
                                 self.policy(target, project))
 

@@ -266,14 +266,14 @@ def remove(driver, queue, project, window_, now, batch):
     return removed, len(found) == batch
 
 
-def settle(driver, queue, project, retention, now, batch=READ_BATCH):
-    """A read's retention step: the window, after removing one batch of
-    what it no longer keeps (None: all of it, in batches)."""
+def settle(driver, queue, project, retention, now, whole=False):
+    """A read's retention step: the window, after removing one batch
+    (READ_BATCH) of what it no longer keeps (``whole``: all of it, in
+    batches)."""
     window_ = window(driver, queue, project, retention, now)
     while True:
-        _, more = remove(driver, queue, project, window_, now,
-                         batch or READ_BATCH)
-        if batch is not None or not more:
+        _, more = remove(driver, queue, project, window_, now, READ_BATCH)
+        if not whole or not more:
             return window_
 
 
