@@ -43,19 +43,9 @@ def post_each(driver, queue, project, *names, **extra):
 
 
 def take(driver, queue, project, how):
-    """Bodies a claim or a pop of up to 100 hands out, or ('pop one')
-    pops of one each until one finds nothing."""
+    """Bodies a claim or a pop of up to 100 hands out."""
     if how == 'claim':
         return bodies(claim(driver, queue, project, limit=100)[1])
-    if how == 'pop one':
-        taken = []
-        for _ in range(100):
-            popped = driver.message_controller.pop(queue, 1,
-                                                   project=project)
-            if not popped:
-                break
-            taken += bodies(popped)
-        return taken
     return bodies(driver.message_controller.pop(queue, 100,
                                                 project=project))
 
@@ -112,7 +102,7 @@ def assert_reads(driver, queue, project, posted, kept):
 # -- time and length, at their boundaries -----------------------------------
 
 @operator(time=60)
-@pytest.mark.parametrize('how', ['claim', 'pop', 'pop one'])
+@pytest.mark.parametrize('how', ['claim', 'pop'])
 def test_a_message_exactly_time_old_is_gone_one_ms_younger_is_kept(
         driver, make_queue, project, clock, how):
     queue = make_queue()
@@ -127,7 +117,7 @@ def test_a_message_exactly_time_old_is_gone_one_ms_younger_is_kept(
 
 
 @operator(length=3)
-@pytest.mark.parametrize('how', ['claim', 'pop', 'pop one'])
+@pytest.mark.parametrize('how', ['claim', 'pop'])
 def test_a_queue_at_exactly_length_keeps_all_one_over_drops_the_oldest(
         driver, make_queue, project, how):
     queue = make_queue()
@@ -493,7 +483,7 @@ def test_clean_removes_in_batches_and_counts_each_removal_once(
 
 
 @operator(time=60)
-@pytest.mark.parametrize('how', ['claim', 'pop', 'pop one'])
+@pytest.mark.parametrize('how', ['claim', 'pop'])
 def test_claims_and_clean_together_count_each_removal_once(
         driver, make_queue, project, clock, how):
     queue = make_queue()

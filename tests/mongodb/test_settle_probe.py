@@ -99,34 +99,31 @@ def test_every_hundredth_call_removes_claims_that_ended_with_nothing_left(
 
 def test_pops_leave_their_claim_documents_to_the_next_full_settle(
         driver, clock, project):
-    # A pop that takes the claim path (here: of two; a pop of one needs
-    # no claim, claims._pop_one) does not delete its claim document (one
-    # request less): each ends after claims.POP_CLAIM_TTL and the next
-    # full settle removes it with the others that ended.
+    # A pop does not delete its claim document (one request less): each
+    # ends after claims.POP_CLAIM_TTL and the next full settle removes it
+    # with the others that ended.
     driver.queue_controller.create('q', project=project)
-    post(driver, 'q', project, *range(6 * state.SETTLE_EVERY))
-
-    def pop_twos():
-        return [m['body'] for _ in range(state.SETTLE_EVERY)
-                for m in driver.message_controller.pop('q', 2,
-                                                       project=project)]
-
-    popped = pop_twos()
-    assert popped == list(range(2 * state.SETTLE_EVERY))
+    post(driver, 'q', project, *range(3 * state.SETTLE_EVERY))
+    popped = [m['body'] for _ in range(state.SETTLE_EVERY)
+              for m in driver.message_controller.pop('q', 1,
+                                                     project=project)]
+    assert popped == list(range(state.SETTLE_EVERY))
     assert ended_claim_documents(driver, project) == state.SETTLE_EVERY
     clock.advance(claims.POP_CLAIM_TTL + 1)
-    popped += pop_twos()
+    for _ in range(state.SETTLE_EVERY):
+        popped += [m['body'] for m in driver.message_controller.pop(
+            'q', 1, project=project)]
     # The first hundred ended and are gone; the second hundred live on.
     assert driver.claims.count_documents(
         {f.PROJECT: project, f.EXPIRES: {'$lte': driver.now()}}) == 0
     assert ended_claim_documents(driver, project) == state.SETTLE_EVERY
-    # Ending them gave nothing back: every pop took messages of its own.
-    assert popped == list(range(4 * state.SETTLE_EVERY))
+    # Ending them gave nothing back: every pop took a message of its own.
+    assert popped == list(range(2 * state.SETTLE_EVERY))
     clock.advance(claims.POP_CLAIM_TTL + 1)
     driver.gc()
     assert ended_claim_documents(driver, project) == 0
     assert bodies(listed(driver, 'q', project, include_claimed=True)) == (
-        list(range(4 * state.SETTLE_EVERY, 6 * state.SETTLE_EVERY)))
+        list(range(2 * state.SETTLE_EVERY, 3 * state.SETTLE_EVERY)))
 
 
 def test_the_schedule_starts_again_past_its_bound(monkeypatch):

@@ -9,9 +9,7 @@ the messages whose ``c`` names it. Handing out is a bulk pattern:
 3. read back which of them now carry this claim id (``{c}``).
 
 Ids that a concurrent claimer won are simply missing in step 3, and the
-loop reads the next ready ids. A pop of one message on a queue without
-dead-lettering or sticky groups is one ``findAndModify`` that removes
-it (_pop_one). Any other pop is a claim whose messages are deleted
+loop reads the next ready ids. Pop is a claim whose messages are deleted
 right after step 3, so a crash between the two leaves them claimed (and
 redelivered when the short pop claim ends), never lost; the delete names
 the pop's claim, and a pop returns only what it removed under it
@@ -75,8 +73,6 @@ class ClaimController(controller.ClaimController):
         # Sticky queues: who this claim is for, and idle clients' groups
         # freed (pins.py).
         client = pins.settle(self.driver, queue, project, policy, now)
-        if mode == 'pop' and limit == 1 and _pops_without_a_claim(policy):
-            return None, self._pop_one(queue, project, now, kept)
         claim_id = str(uuid.uuid4())
         expires = now + ttl * 1000
         # The claim document goes first: it is what ends the claim, so no
@@ -115,23 +111,6 @@ class ClaimController(controller.ClaimController):
                 state.render(doc, now, claim_count=doc[f.CLAIM_COUNT] - 1,
                              claimed=False) for doc in taken]
         return claim_id, [state.render(doc, now) for doc in taken]
-
-    def _pop_one(self, queue, project, now, kept):
-        """A pop of one message: one ``findAndModify`` that removes the
-        oldest ready one and returns it, a retryable write, so there is
-        no moment at which the message is taken but not yet removed, and
-        no claim document is needed to give it back. (Its index: as
-        _take_ready's pick of one.) Its group, if any, advances after;
-        a crash in between is repaired by gc (groups.repair)."""
-        ready = queries.ready(queue, project, now)
-        kept.restrict(ready.filter)
-        doc = self._messages.find_one_and_delete(ready.filter,
-                                                 sort=ready.sort)
-        if doc is None:
-            return []
-        groups.advance_all(self.driver, queue, project,
-                           groups.groups_of([doc]), now)
-        return [state.render(doc, now, claimed=False)]
 
     def _still_live(self, claim_id):
         """Whether the claim document exists and no settle ended it."""
@@ -388,13 +367,6 @@ class ClaimController(controller.ClaimController):
         self._messages.update_many(held.filter, {
             '$set': {f.STATE: f.DELAYED}, '$unset': back})
         self._claims.delete_one(where)
-
-
-def _pops_without_a_claim(policy):
-    """Whether a pop of one may skip the claim (_pop_one): not when the
-    message it takes may have no attempt left, to be dead-lettered
-    instead, nor on a sticky queue, whose pops pin or unpin groups."""
-    return not policy.max_claim_count and not policy.sticky
 
 
 def _kept_alive(now, expires, grace):
