@@ -18,12 +18,14 @@ def test_delayed_message_is_invisible_until_due_then_claimable_at_once(
     assert claim(driver, queue, project) == (None, [])
     assert listed(driver, queue, project) == []
     assert messages.pop(queue, 5, project=project) == []
+    assert messages.pop(queue, 1, project=project) == []
     with pytest.raises(storage_errors.QueueIsEmpty):
         messages.first(queue, project)
     assert bodies(listed(driver, queue, project,
                          include_delayed=True)) == ['later']
     clock.advance(29.999)
     assert claim(driver, queue, project) == (None, [])
+    assert messages.pop(queue, 1, project=project) == []
     clock.advance(0.001)
     assert claimed_bodies(driver, queue, project) == ['later']
 

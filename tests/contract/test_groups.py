@@ -96,6 +96,30 @@ def test_pop_takes_one_message_per_group(driver, make_queue, project):
         == ['a2']
 
 
+def test_pops_of_one_take_heads_only_and_advance_their_group(
+        driver, make_queue, project):
+    # A pop of one (on MongoDB a findAndModify of one, claims.py) takes
+    # only a head: a group whose head is claimed gives it nothing, and a
+    # popped head hands its group on.
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1),
+         msg('b', 2))
+
+    def pop_one():
+        return names(driver.message_controller.pop(queue, 1,
+                                                   project=project))
+
+    claim_id, held = claim(driver, queue, project, limit=1)
+    assert names(held) == ['a1']
+    assert pop_one() == ['b1']
+    assert pop_one() == ['b2']
+    assert pop_one() == []   # a2 waits behind a1, claimed
+    driver.message_controller.delete(queue, held[0]['id'], project=project,
+                                     claim=claim_id)
+    assert pop_one() == ['a2']
+    assert pop_one() == []
+
+
 def test_listing_shows_blocked_messages(driver, make_queue, project):
     queue = make_queue(GROUPED)
     post(driver, queue, project, msg('a', 1), msg('a', 2))

@@ -175,6 +175,22 @@ def test_heads_beyond_one_batch_wait_and_are_never_handed_out_early(
     assert sorted(handed) == [(group, 2) for group in 'abcde']
 
 
+@pytest.mark.parametrize('limit', [1, 10])
+def test_pops_never_take_what_retention_dropped_beyond_one_batch(
+        driver, project, make_queue, clock, monkeypatch, limit):
+    # A read removes one batch of what retention dropped; the rest stays
+    # stored until later reads or gc, and a pop (of one: one sorted
+    # findAndModify, claims._take_ready) must pass over it.
+    monkeypatch.setattr(kept_by, 'READ_BATCH', 2)
+    queue = make_queue({'_retention': {'time': 60}})
+    post(driver, queue, project, *range(5))
+    clock.advance(31)
+    post(driver, queue, project, 'young')
+    clock.advance(30)
+    popped = driver.message_controller.pop(queue, limit, project=project)
+    assert [m['body'] for m in popped] == ['young']
+
+
 def test_nothing_to_remove_costs_the_same_whatever_the_queue_holds(
         driver, project, make_queue, monkeypatch):
     """The cleaner's work with nothing to remove: two probes for the
