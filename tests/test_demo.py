@@ -20,6 +20,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVING = 'Serving at '
 
 
+def stop(demo):
+    """End a demo a failed check left running: SIGINT first, so that it
+    stops its zaqar-server and redis-server (SIGKILL would orphan them)."""
+    if demo.poll() is None:
+        demo.send_signal(signal.SIGINT)
+        try:
+            demo.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            demo.wait()
+
+
 def serve_demo(stderr):
     """Run ``tools/demo.py --serve`` (README: ``scripts/demo.sh --serve``)
     until it says it is serving; returns (the process, what it printed
@@ -41,7 +53,7 @@ def serve_demo(stderr):
         try:
             line = lines.get(timeout=300)
         except queue.Empty:
-            demo.kill()
+            stop(demo)
             raise AssertionError('the demo never said it was serving')
         assert line is not None, 'the demo ended (stderr above)'
         printed.append(line)
@@ -76,9 +88,7 @@ def test_demo_shows_what_the_readme_promises_and_serves_on(tmp_path):
         else:
             raise AssertionError('Zaqar still answers after Ctrl-C')
     finally:
-        if demo.poll() is None:
-            demo.kill()
-            demo.wait()
+        stop(demo)
     lines = {}
     for line in stdout.splitlines():
         label, _, rest = line.partition(':')
