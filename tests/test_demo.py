@@ -22,22 +22,41 @@ SERVING = 'Serving at '
 
 def stop(demo):
     """End a demo a failed check left running: SIGINT first, so that it
-    stops its zaqar-server and redis-server (SIGKILL would orphan them)."""
+    stops its zaqar-server and redis-server; if it does not end, SIGKILL
+    for it and SIGTERM for those two, by their PIDs."""
     if demo.poll() is None:
         demo.send_signal(signal.SIGINT)
         try:
             demo.wait(timeout=60)
         except subprocess.TimeoutExpired:
+            servers = children(demo.pid)
             demo.kill()
             demo.wait()
+            for pid in servers:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+
+def children(pid):
+    """The PIDs of the processes ``pid`` started (Linux /proc)."""
+    try:
+        with open('/proc/{0}/task/{0}/children'.format(pid)) as listing:
+            return [int(child) for child in listing.read().split()]
+    except OSError:
+        return []
 
 
 def serve_demo(stderr):
     """Run ``tools/demo.py --serve`` (README: ``scripts/demo.sh --serve``)
     until it says it is serving; returns (the process, what it printed
     until then, Zaqar's URL)."""
+    # Started with SIGINT ignored, as a shell starts a background job
+    # (`scripts/demo.sh --serve &`): Ctrl-C must still stop it.
     demo = subprocess.Popen(
-        [sys.executable, 'tools/demo.py', '--serve'], cwd=ROOT, text=True,
+        ['sh', '-c', 'trap "" INT; exec "$0" tools/demo.py --serve',
+         sys.executable], cwd=ROOT, text=True,
         stdout=subprocess.PIPE, stderr=stderr,
         env=dict(os.environ, PYTHONUNBUFFERED='1'))
     lines = queue.Queue()

@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -250,6 +251,10 @@ def main():
     parser.add_argument('--serve', action='store_true',
                         help='keep Zaqar running after the demo')
     args = parser.parse_args()
+    if args.serve:
+        # Ctrl-C (SIGINT) ends the serving, also when the demo was started
+        # with SIGINT ignored, as a shell starts a background job.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     with RedisServer() as redis:
         zaqar = ZaqarServer(redis.url, 'delay.redis', {
             'uri': redis.url.replace('redis://', 'delay.redis://')},
