@@ -127,25 +127,31 @@ def test_the_stage_refuses_what_post_would_refuse(driver, project):
         '_default_message_delay': 5}
 
 
-@pytest.mark.parametrize('metadata, named', [
-    ({'_redelivery_delay': 1000}, '_redelivery_delay'),
-    ({'_redelivery_delay': True}, '_redelivery_delay'),
-    ({'_max_claim_count': 0}, '_max_claim_count'),
-    ({'_default_message_delay': 901}, '_default_message_delay'),
+@pytest.mark.parametrize('metadata, shown', [
+    ({'_redelivery_delay': 1000}, ['_redelivery_delay', 'got 1000', '900']),
+    ({'_redelivery_delay': True}, ['_redelivery_delay', 'got True', '900']),
+    ({'_max_claim_count': 0}, ['_max_claim_count', 'got 0']),
+    ({'_default_message_delay': 901},
+     ['_default_message_delay', 'got 901', '900']),
+    ({'_default_message_delay': False},
+     ['_default_message_delay', 'got False', '900']),
     ({'_message_group_key': 'k', '_enable_encrypt_messages': True},
-     '_enable_encrypt_messages'),
+     ['_enable_encrypt_messages']),
 ])
 def test_the_stage_refuses_each_bad_attribute_when_set(driver, project,
-                                                       metadata, named):
-    # Refused at PUT and PATCH, so a queue cannot be left in a state where
+                                                       metadata, shown):
+    # Refused at PUT and PATCH, naming the attribute and, for a number,
+    # the value and the bound, so a queue cannot be left in a state where
     # every later post and claim answers 400 (max_message_delay is 900).
     queues = through_pipeline(driver)
-    with pytest.raises(errors.InvalidInput, match=named):
+    with pytest.raises(errors.InvalidInput) as raised:
         queues.create('q', metadata=metadata, project=project)
+    assert all(part in str(raised.value) for part in shown), raised.value
     assert not queues.exists('q', project=project)
     queues.create('q', metadata={}, project=project)
-    with pytest.raises(errors.InvalidInput, match=named):
+    with pytest.raises(errors.InvalidInput) as raised:
         queues.set_metadata('q', metadata, project=project)
+    assert all(part in str(raised.value) for part in shown), raised.value
     assert queues.get_metadata('q', project=project) == {}
 
 
