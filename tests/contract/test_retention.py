@@ -15,6 +15,8 @@ The rules, exactly (zaqar_delay/retention.py):
   the queue's ``removed`` statistic counts every removal once.
 """
 
+import time
+import types
 import uuid
 
 import pytest
@@ -22,6 +24,7 @@ from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import bodies, claim, listed, post, stats
 from tests.contract.test_queue_stage import through_pipeline
+from zaqar_delay import driver as zaqar_delay_driver
 from zaqar_delay import errors
 
 GROUPED = {'_message_group_key': 'g'}
@@ -566,6 +569,35 @@ def test_clean_with_nothing_to_remove(driver, make_queue, project, clock):
     assert messages.clean(queue, project, 10) == (0, False)
     assert messages.clean('no-such-queue', project, 10) == (0, False)
     assert removed(driver, queue, project) == 0
+
+
+@operator(time=60, tuples_per_iteration=2, iteration_delay=0.5)
+def test_cleanup_removes_in_batches_with_a_pause_between_them(
+        driver, make_queue, project, clock, monkeypatch):
+    # SPEC §5: in batches of tuples_per_iteration, sleeping
+    # iteration_delay between them (the sleep is recorded, not slept).
+    queue = make_queue()
+    post(driver, queue, project, *range(5))
+    clock.advance(60)
+    batches, pauses = [], []
+    clean = driver.message_controller.clean
+
+    def counted_clean(queue_, project_, batch):
+        batches.append(batch)
+        return clean(queue_, project_, batch)
+
+    monkeypatch.setattr(driver.message_controller, 'clean', counted_clean)
+    # Only the driver module's view of time: the stores' own waits (the
+    # Swift driver's settle time) still sleep.
+    monkeypatch.setattr(zaqar_delay_driver, 'time', types.SimpleNamespace(
+        sleep=pauses.append, monotonic=time.monotonic))
+    assert driver.clean_queue(queue, project) == 5
+    assert set(batches) == {2}
+    # A batch that came back full may have more behind it: 2, 2, then
+    # 1 (or 2, 2, 1, 0), each after a pause.
+    assert len(batches) in (3, 4)
+    assert pauses == [0.5] * (len(batches) - 1)
+    assert stats(driver, queue, project)['total'] == 0
 
 
 @pytest.mark.parametrize('operator_config', [
