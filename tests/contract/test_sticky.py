@@ -317,3 +317,38 @@ def test_zaqars_purge_pops_every_group_and_pins_none(sticky_queue, driver,
     assert counts['total'] == 0 and 'groups_pinned' not in counts
     post(driver, queue, project, msg('a', 3), msg('c', 2))
     assert names(claim_as('carol', driver, queue, project)[1]) == ['a3', 'c2']
+
+
+def test_groups_and_pins_of_one_project_never_reach_another(
+        sticky_queue, driver, project):
+    # SPEC §8: same queue name, same group ids, same client in two
+    # projects. Claims, group listings, purges, moves and pins of one
+    # leave the other's groups as they were.
+    other = project + '}/{:x'
+    queue = sticky_queue()
+    driver.queue_controller.create(queue, metadata=STICKY, project=other)
+    for tenant in (project, other):
+        driver.queue_controller.create('target', project=tenant)
+        post(driver, queue, tenant, msg('a', 1), msg('a', 2), msg('b', 1),
+             msg('c', 1))
+    messages = driver.message_controller
+
+    def groups(tenant):
+        return {g['id']: (g['depth'], g['in_flight'], g['client'])
+                for g in next(messages.list_groups(queue, project=tenant))}
+
+    untouched = groups(other)
+    assert untouched == {'a': (2, False, None), 'b': (1, False, None),
+                         'c': (1, False, None)}
+    # ALICE's claim pins 'a' to her here; over there 'a' stays free.
+    assert names(claim_as(ALICE, driver, queue, project, limit=1)[1]) == [
+        'a1']
+    assert messages.purge_group(queue, 'b', project=project) == 1
+    assert messages.move_group(queue, 'c', 'target', project=project) == 1
+    assert groups(project) == {'a': (2, True, ALICE)}
+    assert groups(other) == untouched
+    assert names(claim_as(BOB, driver, queue, other, limit=1)[1]) == ['a1']
+    assert messages.unpin_group(queue, 'a', project=project) == ALICE
+    assert groups(other)['a'] == (2, True, BOB)
+    assert listed(driver, 'target', other) == []
+    assert stats(driver, queue, other)['total'] == 4
