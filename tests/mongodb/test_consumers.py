@@ -9,6 +9,7 @@ import uuid
 from tests.contract.helpers import bodies, listed, post
 from tests.contract.test_retention import operator
 from tests.mongodb.test_races import before_call
+from tests.mongodb.test_round_trips import second_node
 from zaqar_delay import consumers
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields
@@ -143,3 +144,22 @@ def test_cleanup_removes_what_all_read_in_bounded_batches(
         fields.queue_filter(queue, project)) == 2
     stats = driver.message_controller.stats(queue, project)
     assert stats['retention']['removed'] == 10
+
+
+def test_the_cursor_survives_a_restart_of_the_api_node(
+        driver, conf, redis_url, make_queue, project):
+    # SPEC §5: a consumer resumes right after its cursor after a restart.
+    # The cursor lives in MongoDB, so a new driver (a restarted API node,
+    # nothing in its memory) on the same database resumes it; a restart
+    # of the server itself needs a real one (ZAQAR_DELAY_TEST_MONGODB_URI
+    # runs this against it, but cannot restart it).
+    queue = make_queue()
+    consume_id, sid = subscribe(driver, queue, project)
+    post(driver, queue, project, *range(5))
+    _, marker = page(driver, queue, project, consume_id, limit=2)
+    page(driver, queue, project, consume_id, marker=marker, limit=1)
+    restarted = second_node(driver, conf, redis_url)
+    got, _ = page(restarted, queue, project, consume_id)
+    assert bodies(got) == [2, 3, 4]
+    doc = restarted.subscriptions.find_one({'_id': sid})
+    assert doc.get(consumer_state.LOST, 0) == 0
