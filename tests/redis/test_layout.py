@@ -11,6 +11,7 @@ from zaqar.storage import errors as storage_errors
 from localstack import backends
 from tests.contract.helpers import CLIENT, claim, listed, post
 from localstack.factories import redis as factories_redis
+from zaqar_delay import sticky
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import layout
@@ -53,9 +54,59 @@ def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
     post(driver, 'q', project, 'ready', delay=0)
     raw.config_resetstat()
     assert [m['body'] for m in claim(driver, 'q', project)[1]] == ['ready']
+    reads = message_hash_reads(raw)
+    assert reads <= 3, 'claim read %d message hashes' % reads
+
+
+def message_hash_reads(raw):
     stats = raw.info('commandstats')
-    reads = sum(stats.get('cmdstat_' + c, {}).get('calls', 0)
-                for c in ('hmget', 'hget', 'hgetall'))
+    return sum(stats.get('cmdstat_' + c, {}).get('calls', 0)
+               for c in ('hmget', 'hget', 'hgetall'))
+
+
+def test_a_claim_does_not_read_blocked_group_members(driver, raw, project):
+    # SPEC §4: blocked groups are skipped at no extra cost. 1,000 members
+    # wait behind a claimed head; the claim reads the one free head.
+    driver.queue_controller.create(
+        'q', metadata={'_message_group_key': 'g'}, project=project)
+    for start in range(0, 1000, 100):
+        driver.message_controller.post('q', [
+            {'ttl': 900, 'body': {'g': 'busy', 'n': n}}
+            for n in range(start, start + 100)], CLIENT, project=project)
+    assert [m['body']['n'] for m in claim(driver, 'q', project)[1]] == [0]
+    post(driver, 'q', project, {'g': 'free', 'n': 0})
+    raw.config_resetstat()
+    assert [m['body']['g'] for m in claim(driver, 'q', project)[1]] == [
+        'free']
+    reads = message_hash_reads(raw)
+    assert reads <= 3, 'claim read %d message hashes' % reads
+
+
+def test_groups_pinned_to_another_client_cost_a_claim_nothing(
+        driver, raw, project):
+    # SPEC §4, sticky: 30 groups whose heads are pinned to bob; alice's
+    # claim reads the one head free for her.
+    driver.queue_controller.create('q', metadata={
+        '_message_group_key': 'g', '_message_group_sticky': 600},
+        project=project)
+    driver.message_controller.post('q', [
+        {'ttl': 900, 'body': {'g': 'g%d' % g, 'n': n}}
+        for g in range(30) for n in range(2)], CLIENT, project=project)
+    with sticky.acting_as('bob'):
+        # Bob takes every group's first message (two claims, one message
+        # per group each) and deletes them: the second ones are his.
+        taken = [claim(driver, 'q', project, limit=15) for _ in range(2)]
+        for claim_id, got in taken:
+            assert len(got) == 15
+            for message in got:
+                driver.message_controller.delete(
+                    'q', message['id'], project=project, claim=claim_id)
+    post(driver, 'q', project, {'g': 'free', 'n': 0})
+    raw.config_resetstat()
+    with sticky.acting_as('alice'):
+        got = claim(driver, 'q', project)[1]
+    assert [m['body']['g'] for m in got] == ['free']
+    reads = message_hash_reads(raw)
     assert reads <= 3, 'claim read %d message hashes' % reads
 
 
