@@ -77,6 +77,37 @@ def test_objects_of_a_posted_delayed_and_claimed_message(
     assert meta == {'project': project, 'queue': queue}
 
 
+def test_a_claim_does_not_read_delayed_messages(driver, make_queue, project,
+                                                monkeypatch):
+    # SPEC §3: claiming must not scan delayed messages. 200 wait in d/;
+    # the claim's listings stop at d/<now>, and it reads one message.
+    queue = make_queue({'_default_message_delay': 600})
+    post(driver, queue, project, *range(200))
+    post(driver, queue, project, 'ready', delay=0)
+    entries, fetched = [], []
+    store = driver.store
+    listing, call = store.listing, store.call
+
+    def counted_listing(container, prefix, *args, **kwargs):
+        found = listing(container, prefix, *args, **kwargs)
+        entries.extend(e['name'] for e in found)
+        return found
+
+    def counted_call(method, *args, **kwargs):
+        if method == 'get_object':
+            fetched.append(args[1])
+        return call(method, *args, **kwargs)
+
+    monkeypatch.setattr(store, 'listing', counted_listing)
+    monkeypatch.setattr(store, 'call', counted_call)
+    got = claim(driver, queue, project)[1]
+    assert [m['body'] for m in got] == ['ready']
+    assert not [name for name in entries if name.startswith('d/')]
+    assert len(entries) <= 3, entries
+    assert [name for name in fetched if name.startswith('m/')] == [
+        names.message_obj(got[0]['id'])]
+
+
 def test_positions_are_increasing_and_zero_padded(driver, make_queue,
                                                   project):
     queue = make_queue()
