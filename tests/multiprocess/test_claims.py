@@ -21,12 +21,13 @@ pytestmark = pytest.mark.slow
 
 # (producers, messages each, consumers, claim limit, pause after an empty
 # claim).
-SIZES = {'redis': (2, 400, 4, 7, 0.1), 'swift': (2, 60, 4, 5, 0.1)}
+SIZES = {'redis': (2, 400, 4, 7, 0.1), 'swift': (2, 60, 4, 5, 0.1),
+         'mongodb': (2, 100, 4, 5, 0.1)}
 # Redelivery: Swift needs a claim to finish within its safety margin (a
 # quarter of the ttl, at most 2 s) on a loaded machine, or it hands its
 # messages back and returns none: with 1 s no claim ever did at load 10,
 # with 6 s few did at load 30.
-ABANDONED_TTL = {'redis': 1, 'swift': 10}
+ABANDONED_TTL = {'redis': 1, 'swift': 10, 'mongodb': 2}
 
 
 def run(team, backend_name, driver, queue, project, plan):
@@ -54,7 +55,7 @@ def test_competing_consumers_get_each_message_once_and_lose_none(
         'race', project)['messages']['total'] == 0
 
 
-@pytest.mark.parametrize('backend_name', ['redis', 'swift'])
+@pytest.mark.parametrize('backend_name', ['redis', 'swift', 'mongodb'])
 def test_abandoned_claims_are_redelivered_never_concurrently(
         team, backend_name, driver, project):
     claim_ttl = ABANDONED_TTL[backend_name]
