@@ -61,3 +61,63 @@ def test_messages_move_from_zaqar_mongodb(zaqar_mongodb, ours, control,
     assert all(m['age'] <= spent + 1 for m in moved)
     assert [m['body'] for m in listed(ours, 'q', project)] == [{'n': 1}]
     assert list(source.bulk_get('q', ids, project=project)) == []
+
+
+def test_claimed_messages_move_released_with_their_subscription_once(
+        zaqar_mongodb, ours, control, migrate, project):
+    control.queue_controller.create('q', project=project)
+    source = zaqar_mongodb.message_controller
+    ids = source.post('q', [{'ttl': 300, 'body': n} for n in range(3)],
+                      CLIENT, project=project)
+    _, held = zaqar_mongodb.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 30}, project=project, limit=1)
+    assert [m['body'] for m in held] == [0]
+    zaqar_mongodb.subscription_controller.create(
+        'q', 'http://example.com/hook', 3600, {'k': 'v'}, project=project)
+    for _ in range(2):      # run again: nothing is stored twice
+        code, out = migrate('--project-id', project, '--source-uri',
+                            SOURCE_URI)
+        assert code == 0, out
+        assert '3 messages (0 expired, skipped), 1 subscriptions, ' \
+            '3 verified, 0 differences' in out
+    moved = listed(ours, 'q', project, include_claimed=True)
+    assert [(m['id'], m['body'], m['claim_id']) for m in moved] == [
+        (ids[n], n, None) for n in range(3)]
+    # Released: the claim held in the old store holds nothing here.
+    _, claimed = ours.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 0}, project=project, limit=10)
+    assert [m['body'] for m in claimed] == [0, 1, 2]
+    [sub] = list(next(ours.subscription_controller.list('q',
+                                                        project=project)))
+    assert (sub['subscriber'], sub['options']) == (
+        'http://example.com/hook', {'k': 'v'})
+
+
+def test_a_run_that_fails_midway_run_again_moves_the_rest_once(
+        zaqar_mongodb, ours, control, migrate, project, monkeypatch):
+    # The command runs in this process (mongomock lives here), so the
+    # failure is raised by the target's store after two batches of 10,
+    # where a killed process would stop (test_redis_source.py kills one).
+    control.queue_controller.create('q', project=project)
+    ids = zaqar_mongodb.message_controller.post(
+        'q', [{'ttl': 300, 'body': n} for n in range(50)], CLIENT,
+        project=project)
+    target_class = type(ours.message_controller)
+    carry_in, calls = target_class.carry_in, []
+
+    def failing_carry_in(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2:
+            raise RuntimeError('the target went away')
+        return carry_in(self, *args, **kwargs)
+
+    monkeypatch.setattr(target_class, 'carry_in', failing_carry_in)
+    with pytest.raises(RuntimeError, match='went away'):
+        migrate('--project-id', project, '--source-uri', SOURCE_URI,
+                '--batch', '10')
+    assert len(listed(ours, 'q', project)) == 20
+    monkeypatch.setattr(target_class, 'carry_in', carry_in)
+    code, out = migrate('--project-id', project, '--source-uri', SOURCE_URI,
+                        '--batch', '10')
+    assert code == 0, out
+    assert [m['id'] for m in listed(ours, 'q', project)] == ids
