@@ -100,7 +100,7 @@ def test_a_run_that_fails_midway_run_again_moves_the_rest_once(
     # where a killed process would stop (test_redis_source.py kills one).
     control.queue_controller.create('q', project=project)
     ids = zaqar_mongodb.message_controller.post(
-        'q', [{'ttl': 300, 'body': n} for n in range(50)], CLIENT,
+        'q', [{'ttl': 300, 'body': n} for n in range(30)], CLIENT,
         project=project)
     target_class = type(ours.message_controller)
     carry_in, calls = target_class.carry_in, []
