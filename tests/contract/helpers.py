@@ -1,5 +1,6 @@
 """Small helpers shared by the contract tests."""
 
+import time
 import uuid
 
 CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
@@ -44,3 +45,21 @@ def claimed_bodies(driver, queue, project, limit=10):
 
 def stats(driver, queue, project):
     return driver.message_controller.stats(queue, project)['messages']
+
+
+def check_an_api_clock_ahead_hands_out_nothing_early(driver, project,
+                                                     monkeypatch):
+    """SPEC §7 for a store with a clock of its own (Redis, MongoDB): this
+    process's wall clock jumps an hour ahead, as on an API node with a
+    skewed clock; the store's does not, so a delayed message stays
+    delayed."""
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 30}, project=project)
+    post(driver, 'q', project, 'in 30 s')
+    post(driver, 'q', project, 'now', delay=0)
+    real_time = time.time
+    monkeypatch.setattr(time, 'time', lambda: real_time() + 3600)
+    assert [m['body'] for m in claim(driver, 'q', project)[1]] == ['now']
+    assert claim(driver, 'q', project) == (None, [])
+    assert [m['body'] for m in listed(driver, 'q', project,
+                                      include_delayed=True)] == ['in 30 s']
