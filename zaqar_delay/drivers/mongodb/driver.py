@@ -108,6 +108,10 @@ class DataDriver(base.DataDriver):
         return self._collection(fields.QUEUE_META)
 
     @decorators.lazy_property(write=False)
+    def carried(self):
+        return self._collection(fields.CARRIED)
+
+    @decorators.lazy_property(write=False)
     def subscriptions(self):
         return self._collection(fields.SUBSCRIPTIONS)
 

@@ -101,6 +101,12 @@ queue, ``u`` subscriber URI, ``t`` ttl (s), ``e`` expires (epoch ms),
 confirmed, ``k`` creation order (ObjectId); a persistent consumer's
 state besides (consumers.py; ``cm`` true marks one).
 
+Collection ``carried``: one document per message ``zaqar-delay-migrate``
+carried in (messages.carry_in): ``_id`` the message id, ``p`` project,
+``x`` when the TTL monitor removes it (a date: the message's expiry plus
+CARRIED_MARGIN_MS). A move run again skips these ids, so what a consumer
+deleted here is not stored again while the source still holds it.
+
 Ready for later features without migrating documents: persistent-consumer
 cursors are positions ``k``; redelivery backoff reads ``cc`` and ``rd``.
 """
@@ -116,6 +122,7 @@ GIVEN_UP = 'given_up'
 PINS = 'pins'
 STICKY_CLIENTS = 'sticky_clients'
 QUEUE_META = 'queue_meta'
+CARRIED = 'carried'
 # One document, {_id: LAYOUT_ID, v: version}: the layout version (layout.py).
 LAYOUT = 'layout'
 LAYOUT_ID = 'layout'
@@ -150,6 +157,11 @@ META_COPY = 'm'
 META_COPY_ENDS = 'ce'
 META_REMOVED_AT = 'x'
 META_NO_CONSUMERS = 'nc'
+# carried: kept this long past the message's expiry, so that the source
+# store's clock running behind MongoDB's cannot let a record go while the
+# source still counts its message live.
+CARRIED_UNTIL = 'x'
+CARRIED_MARGIN_MS = 3600 * 1000
 
 ASC = pymongo.ASCENDING
 
@@ -254,6 +266,12 @@ QUEUE_META_INDEXES = {
                           {'expireAfterSeconds': 0}),
 }
 
+CARRIED_INDEXES = {
+    # MongoDB's TTL monitor removes a record once its message expired in
+    # the source too; nothing reads the dates.
+    'zd_carried_ttl': ([(CARRIED_UNTIL, ASC)], {'expireAfterSeconds': 0}),
+}
+
 INDEXES = {
     MESSAGES: MESSAGE_INDEXES,
     PINS: PIN_INDEXES,
@@ -264,6 +282,7 @@ INDEXES = {
     SUBSCRIPTIONS: SUBSCRIPTION_INDEXES,
     MOVES: MOVE_INDEXES,
     QUEUE_META: QUEUE_META_INDEXES,
+    CARRIED: CARRIED_INDEXES,
 }
 
 

@@ -16,6 +16,7 @@ from zaqar.storage import errors as storage_errors
 from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import sticky
+from zaqar_delay.drivers.mongodb import carried
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields as f
@@ -129,13 +130,20 @@ class MessageController(controller.MessageController):
                              [docs[i][f.POSITION] for i in unused])
 
     def carry_in(self, queue, project, messages, client_uuid):
-        # An id stored already takes no position (run again, a move
-        # brings nothing twice): one read of the ids, as a retry needs.
-        stored = self._stored(project, [message.id for message in messages])
-        missing = [message for message in messages
-                   if message.id not in stored]
+        # Run again, a move brings nothing twice: an id carried in before
+        # is skipped even once a consumer deleted it (carried.py), and
+        # one stored without that record takes no second position.
+        remembered = carried.before(self.driver, project,
+                                    [message.id for message in messages])
+        fresh = [message for message in messages
+                 if message.id not in remembered]
+        if not fresh:
+            return
+        stored = self._stored(project, [message.id for message in fresh])
+        missing = [message for message in fresh if message.id not in stored]
         if missing:
             self._insert(queue, project, missing, client_uuid)
+        carried.remember(self.driver, project, fresh, self.driver.now())
 
     def _stored(self, project, message_ids):
         """Those of ``message_ids`` stored in ``project`` (any queue)."""
