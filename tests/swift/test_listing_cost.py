@@ -17,8 +17,12 @@ from tests.swift.requests import Requests
 from zaqar_delay.drivers.swift import scan
 
 LIMIT = 10
-BACKLOG = 400
-UNREAD_BACKLOG = 3 * scan.READS_PER_MESSAGE * LIMIT
+# Twice what one call may read: a listing that read its caller's own
+# messages would spend its budget on them before reaching another's.
+BACKLOG = 2 * scan.READS_PER_MESSAGE * LIMIT
+# Entries that name no poster: the first call's budget runs out in them,
+# and so does the next one's.
+UNREAD_BACKLOG = 2 * scan.READS_PER_MESSAGE * LIMIT
 # Settling, the group check, the retention cut and the listings of one
 # call, whatever the queue holds; messages read are counted apart.
 FIXED_REQUESTS = 4 + scan.MAX_PAGES
