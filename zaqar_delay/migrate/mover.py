@@ -3,11 +3,11 @@ verify pass that may delete what it verified from the source.
 
 Resumable and idempotent by ids: every message keeps its source id in the
 target, and the target's ``carry_in`` skips an id it holds or that a
-consumer deleted (Redis: within ``deleted_id_memory``), so a move killed
-at any point and run again re-reads the source and stores only what is
-missing. The source is never changed except by ``delete``, which removes
-only messages whose copy in the target was read back with the same
-body.
+consumer deleted (every target remembers what it carried in until it
+expires), so a move killed at any point and run again re-reads the
+source and stores only what is missing. The source is never changed
+except by ``delete``, which removes only messages whose copy in the
+target was read back with the same body.
 """
 
 import dataclasses

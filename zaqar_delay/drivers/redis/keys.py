@@ -55,6 +55,9 @@ key                type    holds
 ``Q:free``         zset    every live id not under a claim (delayed and
                            blocked group members included), by position:
                            retention's ``length`` counts these
+``Q:carried``      zset    ids zaqar-delay-migrate carried in, scored by
+                           their message's expiry + 1 hour (ms): a move
+                           run again skips them; gc forgets expired ones
 ``Q:removed``      string  messages retention has removed from the queue
 ``Q:floor``        string  highest length cutoff found: free messages below
                            this position are beyond ``length`` for good
@@ -187,7 +190,8 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 # A queue's keys, each <queue prefix>:<suffix> (see lua/_common.lua).
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
                       'claims', 'outbox', 'groups', 'deleted', 'free',
-                      'removed', 'floor', 'readfloor', 'consumers')
+                      'removed', 'floor', 'readfloor', 'consumers',
+                      'carried')
 
 
 @functools.lru_cache(maxsize=10000)

@@ -41,14 +41,18 @@ class MessageController(controller.MessageController):
         self._run = driver.run_script
 
     def _insert(self, queue, project, messages, client_uuid):
-        self._store(queue, project, messages, client_uuid, new_ids=False)
+        self._store(queue, project, messages, client_uuid, '0')
 
     def _insert_new(self, queue, project, messages, client_uuid):
-        self._store(queue, project, messages, client_uuid, new_ids=True)
+        self._store(queue, project, messages, client_uuid, '1')
 
-    def _store(self, queue, project, messages, client_uuid, new_ids):
-        """post.lua; with ``new_ids`` (ids this call made up) its first
-        attempt skips the per-id checks only a retry needs."""
+    def carry_in(self, queue, project, messages, client_uuid):
+        self._store(queue, project, messages, client_uuid, 'carry')
+
+    def _store(self, queue, project, messages, client_uuid, mode):
+        """post.lua in ``mode`` (its ARGV[6]): '1' for ids this call made
+        up, whose first attempt skips the per-id checks only a retry
+        needs; 'carry' for a move's messages; '0' otherwise."""
         per_message = []
         for message in messages:
             per_message += [message.id, message.ttl, message.delay,
@@ -71,7 +75,7 @@ class MessageController(controller.MessageController):
         _, was_empty = self.driver.run_attempts(
             'post', queue, project, lambda first: [
                 client_uuid, registry, member,
-                '1' if new_ids and first else '0', *per_message])
+                mode if first or mode != '1' else '0', *per_message])
         if was_empty and on_cluster:
             self.driver.register_queue(queue, project)
 

@@ -49,6 +49,10 @@ local CLAIMED, EXPIRY, SEQ = Q .. ':claimed', Q .. ':expiry', Q .. ':seq'
 local CLAIMS, OUTBOX, GROUPS = Q .. ':claims', Q .. ':outbox', Q .. ':groups'
 local DELETED, FREE, REMOVED = Q .. ':deleted', Q .. ':free', Q .. ':removed'
 local FLOOR, READFLOOR = Q .. ':floor', Q .. ':readfloor'
+-- Ids zaqar-delay-migrate carried in, scored by when they may be
+-- forgotten (the message's expiry plus CARRIED_MARGIN_MS): a move run
+-- again skips them, also once their consumer deleted them (post.lua).
+local CARRIED = Q .. ':carried'
 local CONSUMERS = Q .. ':consumers'
 -- Grouped ids under a claim, scored by claim expiry: the groups in flight
 -- are counted from it without walking every claimed id.
@@ -59,6 +63,8 @@ local MOVING, MOVE_TARGETS = Q .. ':moving', Q .. ':movetargets'
 
 -- Messages settled, purged or scanned per call at most (see above).
 local BATCH = 100
+-- How long past its message's expiry a carried id is remembered (CARRIED).
+local CARRIED_MARGIN_MS = 3600 * 1000
 
 local function clock(override)
   if override ~= '' then return tonumber(override) end
@@ -275,6 +281,15 @@ local function forget_buried(memory_ms, batch)
   local old = redis.call('ZRANGEBYSCORE', DELETED, '-inf',
                          NOW - tonumber(memory_ms), 'LIMIT', 0, batch)
   if #old > 0 then redis.call('ZREM', DELETED, unpack(old)) end
+  return #old
+end
+
+-- Forget at most `batch` carried ids whose messages expired, with a margin
+-- for the source store's clock (the move would skip them there too).
+local function forget_carried(batch)
+  local old = redis.call('ZRANGEBYSCORE', CARRIED, '-inf', NOW,
+                         'LIMIT', 0, batch)
+  if #old > 0 then redis.call('ZREM', CARRIED, unpack(old)) end
   return #old
 end
 

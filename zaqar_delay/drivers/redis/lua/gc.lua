@@ -5,7 +5,7 @@
 -- no progress is considered abandoned; the first ARGV[3] outbox entries
 -- (by position) and moves are looked at per call.
 -- ARGV[5] deleted-id memory (ms): up to ARGV[3] older deleted ids are
---         forgotten.
+--         forgotten, and as many carried ids whose messages expired.
 -- It also frees up to BATCH groups of a sticky client gone idle, so that
 -- pins do not outlive their client on a queue nobody claims on again.
 -- Returns {dropped count, {abandoned outbox ids...}, {abandoned moves'
@@ -14,6 +14,7 @@ local batch, age = tonumber(ARGV[3]), tonumber(ARGV[4])
 local more = refresh(batch)
 local dropped = purge_expired(batch)
 forget_buried(ARGV[5], batch)
+forget_carried(batch)
 sweep_idle(BATCH, redis.call('EXISTS', STICKY_MS) == 1)
 local abandoned = {}
 for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, batch - 1)) do

@@ -5,7 +5,11 @@
 -- ARGV[5] this queue's member of the registry
 -- ARGV[6] '1' when every id is new (the first attempt of a post: ids are
 --         fresh UUIDs), so the checks below that only a retried post or
---         an outbox copy needs are skipped; '0' otherwise
+--         an outbox copy needs are skipped; 'carry' for messages
+--         zaqar-delay-migrate moves in: an id carried in before is
+--         skipped too, even once `deleted_id_memory` forgot its deletion,
+--         and every id is remembered (CARRIED) until its message
+--         expired; '0' otherwise
 -- ARGV[7..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
 --          body checksum ('' when checksums are off), age (ms: 0 for a
 --          post; a migrated message keeps its age; ttl and delay count
@@ -25,14 +29,28 @@
 local was_empty = redis.call('EXISTS', MSGS, OUTBOX) == 0 and 1 or 0
 if ARGV[4] ~= '' then redis.call('SADD', ARGV[4], ARGV[5]) end
 local stored, seen = {}, {}
-local fresh = ARGV[6] == '1'
+local fresh, carry = ARGV[6] == '1', ARGV[6] == 'carry'
 for i = 7, #ARGV, 7 do
   local id = ARGV[i]
   if fresh or (not seen[id] and redis.call('EXISTS', mkey(id)) == 0
-               and not redis.call('ZSCORE', DELETED, id)) then
+               and not redis.call('ZSCORE', DELETED, id)
+               and not (carry and redis.call('ZSCORE', CARRIED, id))) then
     stored[#stored + 1] = i
     seen[id] = true
   end
+end
+if carry then
+  -- Every id of the batch, stored now or before (by a release that kept
+  -- no such memory, or a run that stopped after storing it).
+  local carried, n = {}, (#ARGV - 6) / 7
+  forget_carried(2 * n + 10)
+  for i = 7, #ARGV, 7 do
+    local created = NOW - tonumber(ARGV[i + 6])
+    carried[#carried + 1] = created + tonumber(ARGV[i + 1]) * 1000
+                            + CARRIED_MARGIN_MS
+    carried[#carried + 1] = ARGV[i]
+  end
+  send_all('ZADD', CARRIED, carried)
 end
 if #stored == 0 then return {NOW, was_empty} end
 local pos = redis.call('INCRBY', SEQ, #stored) - #stored

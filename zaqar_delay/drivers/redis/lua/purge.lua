@@ -32,7 +32,10 @@ for _, cid in ipairs(claims) do
 end
 local deleted = redis.call('ZRANGE', DELETED, 0, batch - 1)
 if #deleted > 0 then redis.call('ZREM', DELETED, unpack(deleted)) end
+local carried = redis.call('ZRANGE', CARRIED, 0, batch - 1)
+if #carried > 0 then redis.call('ZREM', CARRIED, unpack(carried)) end
 local n = #ids + #outbox + #claims + #groups + #deleted + #clients
+          + #carried
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
