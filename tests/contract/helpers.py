@@ -3,6 +3,8 @@
 import time
 import uuid
 
+from zaqar_delay import rules
+
 CLIENT = uuid.UUID('11111111-1111-4111-8111-111111111111')
 OTHER_CLIENT = uuid.UUID('22222222-2222-4222-8222-222222222222')
 CLAIM = {'ttl': 600, 'grace': 30}
@@ -63,3 +65,12 @@ def check_an_api_clock_ahead_hands_out_nothing_early(driver, project,
     assert claim(driver, 'q', project) == (None, [])
     assert [m['body'] for m in listed(driver, 'q', project,
                                       include_delayed=True)] == ['in 30 s']
+
+
+def moved(driver, queue, project, *names, ttl=300, age_ms=0):
+    """``names`` as zaqar-delay-migrate hands them to ``carry_in``."""
+    return [message._replace(age_ms=age_ms)
+            for message in rules.prepare_messages(
+                [{'body': name, 'ttl': ttl} for name in names],
+                driver.message_controller.policy(queue, project), 0,
+                1209600)]

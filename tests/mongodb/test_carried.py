@@ -5,22 +5,12 @@ The whole command is tested in tests/migrate (test_redis_source.py,
 
 import pytest
 
-from tests.contract.helpers import bodies, claim, listed
+from tests.contract.helpers import bodies, claim, listed, moved
 from tests.mongodb.test_given_up import last_position
 from zaqar_delay import errors
-from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import carried
 from zaqar_delay.drivers.mongodb import clock as store_clock
 from zaqar_delay.drivers.mongodb import fields
-
-
-def moved(driver, queue, project, *names, ttl=300, age_ms=0):
-    """``names`` as zaqar-delay-migrate hands them to ``carry_in``."""
-    return [message._replace(age_ms=age_ms)
-            for message in rules.prepare_messages(
-                [{'body': name, 'ttl': ttl} for name in names],
-                driver.message_controller.policy(queue, project), 0,
-                1209600)]
 
 
 def records(driver, project):
@@ -90,6 +80,14 @@ def test_a_record_lasts_until_its_message_expired_in_the_source(
 def test_records_are_per_project(driver, make_queue, project):
     queue = make_queue()
     [message] = moved(driver, queue, project, 'a')
-    driver.message_controller.carry_in(queue, project, [message], 'c')
+    controller = driver.message_controller
+    controller.carry_in(queue, project, [message], 'c')
+    controller.delete(queue, message.id, project=project)
     assert carried.before(driver, project, [message.id]) == {message.id}
     assert carried.before(driver, project + '-other', [message.id]) == set()
+    # Another project's move of the same id is not skipped for it.
+    other = project + '-other'
+    driver.queue_controller.create(queue, project=other)
+    controller.carry_in(queue, other, [message], 'c')
+    assert bodies(listed(driver, queue, other)) == ['a']
+    assert bodies(listed(driver, queue, project)) == []

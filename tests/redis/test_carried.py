@@ -3,10 +3,10 @@ consumer deleted it longer ago than ``deleted_id_memory`` (``Q:carried``,
 post.lua; docs/migration.md). The whole command is tested in tests/migrate.
 """
 
-from tests.contract.helpers import bodies, listed
+from tests.contract.helpers import bodies, listed, moved
 from tests.contract.test_queue_stage import through_pipeline
-from tests.mongodb.test_carried import moved
 from tests.redis.test_layout import raw  # noqa: F401 (a fixture)
+from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
 
@@ -58,6 +58,23 @@ def test_a_carried_id_is_forgotten_an_hour_after_its_message_expired(
     clock.advance(2)
     driver.gc()
     assert raw.zscore(key, message.id) is None
+
+
+def test_one_gc_pass_forgets_every_expired_carried_id(
+        driver, raw, make_queue, project, clock):
+    # A large move's ids expire together: gc repeats its bounded step
+    # until they are all forgotten, not one batch per pass.
+    # (Consumed first: gc's removal of expired messages would repeat the
+    # step on its own.)
+    queue = make_queue()
+    messages = moved(driver, queue, project,
+                     *range(3 * redis_driver.GC_BATCH + 7))
+    driver.message_controller.carry_in(queue, project, messages, 'c')
+    driver.message_controller.bulk_delete(
+        queue, [message.id for message in messages], project=project)
+    clock.advance(300 + 3600 + 1)
+    driver.gc()
+    assert raw.zcard(carried_key(queue, project)) == 0
 
 
 def test_deleting_the_queue_forgets_its_carried_ids(driver, raw, make_queue,

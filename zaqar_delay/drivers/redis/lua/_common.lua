@@ -17,6 +17,7 @@
 --   readfloor string: last position read by every required persistent
 --           consumer; free messages at or before it are gone
 --   consumers zset consume_id -> registration time (ms)
+--   carried zset id -> when it may be forgotten (ids a move carried in)
 -- ARGV[1] queue key prefix Q (message hashes Q:m:<id>, claims Q:c:<id>,
 --         claimed ids Q:cm:<id>, group members Q:g:<group>, claimed group
 --         heads Q:gflight, group moves Q:moving and Q:movetargets)

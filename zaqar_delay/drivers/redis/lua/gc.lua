@@ -14,7 +14,7 @@ local batch, age = tonumber(ARGV[3]), tonumber(ARGV[4])
 local more = refresh(batch)
 local dropped = purge_expired(batch)
 forget_buried(ARGV[5], batch)
-forget_carried(batch)
+local forgot = forget_carried(batch)
 sweep_idle(BATCH, redis.call('EXISTS', STICKY_MS) == 1)
 local abandoned = {}
 for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, batch - 1)) do
@@ -26,4 +26,4 @@ end
 local stale = redis.call('ZRANGEBYSCORE', MOVING, '-inf', NOW - age,
                          'LIMIT', 0, batch)
 return {dropped, abandoned, stale,
-        (more or dropped == batch) and 1 or 0}
+        (more or dropped == batch or forgot == batch) and 1 or 0}

@@ -8,8 +8,8 @@
 --         an outbox copy needs are skipped; 'carry' for messages
 --         zaqar-delay-migrate moves in: an id carried in before is
 --         skipped too, even once `deleted_id_memory` forgot its deletion,
---         and every id is remembered (CARRIED) until its message
---         expired; '0' otherwise
+--         and every id is remembered (CARRIED) until an hour after its
+--         message expired; '0' otherwise
 -- ARGV[7..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
 --          body checksum ('' when checksums are off), age (ms: 0 for a
 --          post; a migrated message keeps its age; ttl and delay count
