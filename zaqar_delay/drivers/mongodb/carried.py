@@ -8,10 +8,9 @@ tombstone on each, the move leaves one record per message it carries in
 message has expired in the source too.
 """
 
-import datetime
-
 from pymongo import errors as mongo_errors
 
+from zaqar_delay.drivers.mongodb import clock
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields as f
 
@@ -30,7 +29,7 @@ def remember(driver, project, messages, now):
     records then). A record another run wrote first is the same record.
     """
     records = [{'_id': message.id, f.PROJECT: project,
-                f.CARRIED_UNTIL: _date(now - message.age_ms
+                f.CARRIED_UNTIL: clock.as_date(now - message.age_ms
                                        + message.ttl * 1000
                                        + f.CARRIED_MARGIN_MS)}
                for message in messages]
@@ -39,9 +38,3 @@ def remember(driver, project, messages, now):
     except mongo_errors.BulkWriteError as refused:
         if not connection.refused_as_duplicates(refused):
             raise
-
-
-def _date(epoch_ms):
-    # Naive UTC, as pymongo stores and the TTL monitor compares dates.
-    return datetime.datetime.fromtimestamp(
-        epoch_ms / 1000, tz=datetime.timezone.utc).replace(tzinfo=None)

@@ -25,6 +25,7 @@ bound.
 """
 
 import calendar
+import datetime
 import threading
 import time
 
@@ -37,6 +38,13 @@ def epoch_ms(moment):
     """A ``datetime`` (naive UTC, as pymongo returns it) as epoch ms."""
     return (calendar.timegm(moment.utctimetuple()) * 1000
             + moment.microsecond // 1000)
+
+
+def as_date(epoch_ms):
+    """Epoch ms as a naive UTC ``datetime``, as pymongo stores it and
+    MongoDB's TTL monitor compares it (epoch_ms's inverse)."""
+    return datetime.datetime.fromtimestamp(
+        epoch_ms / 1000, tz=datetime.timezone.utc).replace(tzinfo=None)
 
 
 def _monotonic_ms():

@@ -9,7 +9,6 @@ dotted keys in them are data.
 """
 
 import contextlib
-import datetime
 import json
 
 import bson
@@ -19,6 +18,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import consumers
 from zaqar_delay import rules
+from zaqar_delay.drivers.mongodb import clock
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 
 
@@ -183,7 +183,4 @@ class SubscriptionController(storage.Subscription):
 def _expiry(now, ttl):
     """``t``, ``e`` (epoch ms) and ``x`` (the date the TTL index reads)."""
     expires = now + ttl * 1000
-    return {'t': ttl, 'e': expires,
-            'x': datetime.datetime.fromtimestamp(
-                expires / 1000, tz=datetime.timezone.utc).replace(
-                    tzinfo=None)}
+    return {'t': ttl, 'e': expires, 'x': clock.as_date(expires)}

@@ -276,22 +276,25 @@ local function bury(id)
   redis.call('ZADD', DELETED, NOW, id)
 end
 
+-- Remove at most `batch` members of zset `key` scored up to `last`;
+-- how many it removed.
+local function forget_until(key, last, batch)
+  local old = redis.call('ZRANGEBYSCORE', key, '-inf', last,
+                         'LIMIT', 0, batch)
+  if #old > 0 then redis.call('ZREM', key, unpack(old)) end
+  return #old
+end
+
 -- Forget at most `batch` ids deleted more than `memory_ms` ago: bounded
 -- work per call, and every deleting script calls it, so the set keeps pace.
 local function forget_buried(memory_ms, batch)
-  local old = redis.call('ZRANGEBYSCORE', DELETED, '-inf',
-                         NOW - tonumber(memory_ms), 'LIMIT', 0, batch)
-  if #old > 0 then redis.call('ZREM', DELETED, unpack(old)) end
-  return #old
+  return forget_until(DELETED, NOW - tonumber(memory_ms), batch)
 end
 
 -- Forget at most `batch` carried ids whose messages expired, with a margin
 -- for the source store's clock (the move would skip them there too).
 local function forget_carried(batch)
-  local old = redis.call('ZRANGEBYSCORE', CARRIED, '-inf', NOW,
-                         'LIMIT', 0, batch)
-  if #old > 0 then redis.call('ZREM', CARRIED, unpack(old)) end
-  return #old
+  return forget_until(CARRIED, NOW, batch)
 end
 
 -- Claims that ended by expiry: redeliver up to n of their messages, after
