@@ -84,12 +84,8 @@ def test_overflow_with_consumers_and_two_cleaners(
     driver.queue_controller.create('q', metadata=metadata, project=project)
     stop = team.Event()
     cleaned_q = start_cleaners(team, 'q', project, backend_name, stop)
-    # With groups, claims may come back empty for a while after the
-    # producers are done: a claim trims only `limit` of the messages
-    # retention dropped ahead of the groups' heads (claim.lua), the
-    # cleaners the rest. Consumers that started late (a loaded machine)
-    # would stop before any head is kept again, so these read on until
-    # the queue is empty.
+    # With groups, claims come back empty while other consumers hold
+    # every group's head, so these read on until the queue is empty.
     plan = Plan(limit=sizes.limit, claim_ttl=sizes.claim_ttl,
                 pause=sizes.pause, until_empty=bool(groups),
                 read_claimed=True,

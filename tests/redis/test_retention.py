@@ -261,6 +261,37 @@ def test_a_claim_on_a_grouped_queue_removes_at_most_its_limit(
     assert int(raw.get(key(project, 'removed'))) == 5
 
 
+SKIP_BUDGET = 1000
+
+
+def test_a_dropped_run_leaves_its_group_in_bounded_steps(driver, raw,
+                                                          project):
+    # 1,200 members of group x beyond length, then 3 kept: each claim
+    # takes at most SKIP_BUDGET dropped members out of x's zset (one
+    # ZREMRANGEBYRANK), so the second claim reaches the first kept one.
+    kept_queue(driver, project, length=3, grouped=True)
+    for start in range(0, 1200, 100):
+        post(driver, 'q', project, *[{'g': 'x', 'n': n}
+                                     for n in range(start, start + 100)])
+    post(driver, 'q', project, *[{'g': 'x', 'n': n}
+                                 for n in range(1200, 1203)])
+    group_zset, = raw.keys(keys.queue_prefix('q', project) + ':g:*')
+    (_, got), ranges = counted(
+        raw, lambda: claim(driver, 'q', project, limit=1),
+        'zremrangebyrank')
+    assert got == [] and ranges == 1
+    # The claim retired its `limit` (1) and unlinked the next 1,000.
+    assert raw.zcard(group_zset) == 1203 - 1 - SKIP_BUDGET
+    claim_id, got = claim(driver, 'q', project, limit=1)
+    assert [m['body']['n'] for m in got] == [1200]
+    assert raw.zcard(group_zset) == 3
+    # Unlinked, not removed: cleanup still retires and counts each once.
+    assert stats(driver, 'q', project)['total'] == 3
+    driver.clean_queue('q', project)
+    assert removed(driver, project) == 1200
+    assert raw.zcard(key(project, 'msgs')) == 3
+
+
 def test_a_claim_on_an_ungrouped_queue_leaves_removal_to_cleanup(
         driver, raw, project):
     kept_queue(driver, project, length=10)

@@ -633,6 +633,43 @@ local function trim(n)
   return removed, met == n
 end
 
+-- A claimable head that retention dropped for good would block its group
+-- until trim or the cleanup retired every dropped member ahead of the
+-- first kept one: one per call, at claims, so a long dropped run answered
+-- empty claims (read as an empty queue) meanwhile. Instead the dropped
+-- members leave the group's zset, at most SKIP_BUDGET per call, in one
+-- ZREMRANGEBYRANK per group, and the first kept member is filed as the
+-- head. They stay in every other index, not kept (no read returns them),
+-- until trim or the cleanup retires and counts them; detach() takes a
+-- message that is no longer in its group's zset in its stride.
+local SKIP_BUDGET = 1000
+local function skip_dropped_heads(limit, mine)
+  local by_time = time_cutoff()
+  local gone = higher(remove_below(), by_time)
+  if not gone then return end
+  local budget = SKIP_BUDGET
+  for _, index in ipairs({AVAIL, mine or AVAIL}) do
+    local heads = redis.call('ZRANGEBYSCORE', index, '-inf',
+                             '(' .. score(gone), 'LIMIT', 0, limit)
+    for _, id in ipairs(heads) do
+      local group = redis.call('HGET', mkey(id), 'g')
+      if group and group ~= '' then
+        local ahead = redis.call('ZCOUNT', gkey(group), '-inf',
+                                 '(' .. score(gone))
+        local n = math.min(ahead, budget)
+        if n > 0 then
+          budget = budget - n
+          redis.call('ZREMRANGEBYRANK', gkey(group), 0, n - 1)
+          redis.call('ZREM', index, id)
+          place_head(group)
+        end
+        if budget == 0 then return end
+      end
+    end
+    if not mine then return end
+  end
+end
+
 -- Keep a claimed message alive until `keep_until` (ms); like Zaqar's
 -- drivers, its visible ttl grows to the claim's ttl + grace when that is
 -- longer than its own.

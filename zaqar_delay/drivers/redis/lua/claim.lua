@@ -28,8 +28,9 @@
 -- Retention: it hands out only from the position where kept messages
 -- start, so a backlog that retention hides costs it nothing (the cleanup
 -- daemon removes it). On a queue with groups it first removes up to
--- `limit` of the oldest messages retention no longer keeps, so that a
--- group whose head is no longer kept moves on to its next member.
+-- `limit` of the oldest messages retention no longer keeps, and a group
+-- whose head is no longer kept moves on to its first kept member
+-- (skip_dropped_heads).
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -59,6 +60,9 @@ local from = visible_from()
 -- (Both absent: a caller that predates sticky groups.)
 local client = ARGV[17] or ''
 local mine = sticky_claim(client, tonumber(ARGV[18] or 0), limit)
+if from and redis.call('EXISTS', GROUPS) == 1 then
+  skip_dropped_heads(limit, mine)
+end
 
 -- The first claimable id of `index` at or after `from`: {id, position}.
 local function peek(index)
