@@ -50,6 +50,10 @@ def removed(driver, project, queue='q'):
         queue, project)['retention']['removed']
 
 
+def counted_removals(raw, project):
+    return int(raw.get(key(project, 'removed')) or 0)
+
+
 def counted(raw, run, *commands):
     raw.config_resetstat()
     result = run()
@@ -261,35 +265,41 @@ def test_a_claim_on_a_grouped_queue_removes_at_most_its_limit(
     assert int(raw.get(key(project, 'removed'))) == 5
 
 
-SKIP_BUDGET = 1000
-
-
-def test_a_dropped_run_leaves_its_group_in_bounded_steps(driver, raw,
-                                                          project):
-    # 1,200 members of group x beyond length, then 3 kept: each claim
-    # takes at most SKIP_BUDGET dropped members out of x's zset (one
-    # ZREMRANGEBYRANK), so the second claim reaches the first kept one.
+def test_a_short_claim_retires_at_most_a_batch_behind_hidden_heads(
+        driver, raw, project):
+    # 250 members of group x beyond length, then 3 kept. A claim that
+    # comes back short retires up to BATCH hidden heads and the dropped
+    # members behind them (after trimming its `limit`), then looks again.
+    # (Read from its key: stats would remove a batch first.)
     kept_queue(driver, project, length=3, grouped=True)
-    for start in range(0, 1200, 100):
+    for start in range(0, 250, 50):
         post(driver, 'q', project, *[{'g': 'x', 'n': n}
-                                     for n in range(start, start + 100)])
+                                     for n in range(start, start + 50)])
     post(driver, 'q', project, *[{'g': 'x', 'n': n}
-                                 for n in range(1200, 1203)])
-    group_zset, = raw.keys(keys.queue_prefix('q', project) + ':g:*')
-    (_, got), ranges = counted(
-        raw, lambda: claim(driver, 'q', project, limit=1),
-        'zremrangebyrank')
-    assert got == [] and ranges == 1
-    # The claim retired its `limit` (1) and unlinked the next 1,000.
-    assert raw.zcard(group_zset) == 1203 - 1 - SKIP_BUDGET
+                                 for n in range(250, 253)])
+    (_, got), deletes = counted(
+        raw, lambda: claim(driver, 'q', project, limit=1), 'del')
+    assert got == [] and counted_removals(raw, project) == 1 + BATCH
+    assert deletes <= 1 + BATCH + 2, deletes
+    assert claim(driver, 'q', project, limit=1)[1] == []
+    assert counted_removals(raw, project) == 2 * (1 + BATCH)
+    # The rest of the run (48) goes in the third, which then hands out
+    # the first kept member.
     claim_id, got = claim(driver, 'q', project, limit=1)
-    assert [m['body']['n'] for m in got] == [1200]
-    assert raw.zcard(group_zset) == 3
-    # Unlinked, not removed: cleanup still retires and counts each once.
-    assert stats(driver, 'q', project)['total'] == 3
-    driver.clean_queue('q', project)
-    assert removed(driver, project) == 1200
-    assert raw.zcard(key(project, 'msgs')) == 3
+    assert [m['body']['n'] for m in got] == [250]
+    assert counted_removals(raw, project) == 250
+
+
+def test_a_claim_that_fills_up_retires_nothing_behind_hidden_heads(
+        driver, raw, project):
+    # Another group has a kept head: the claim is not short, so the
+    # dropped run of x waits for trim and the cleanup, as before.
+    kept_queue(driver, project, length=3, grouped=True)
+    post(driver, 'q', project, *[{'g': 'x', 'n': n} for n in range(20)])
+    post(driver, 'q', project, {'g': 'y', 'n': 20})
+    got = claim(driver, 'q', project, limit=1)[1]
+    assert [m['body']['n'] for m in got] == [20]
+    assert counted_removals(raw, project) == 1
 
 
 def test_a_claim_on_an_ungrouped_queue_leaves_removal_to_cleanup(

@@ -633,41 +633,62 @@ local function trim(n)
   return removed, met == n
 end
 
--- A claimable head that retention dropped for good would block its group
--- until trim or the cleanup retired every dropped member ahead of the
--- first kept one: one per call, at claims, so a long dropped run answered
--- empty claims (read as an empty queue) meanwhile. Instead the dropped
--- members leave the group's zset, at most SKIP_BUDGET per call, in one
--- ZREMRANGEBYRANK per group, and the first kept member is filed as the
--- head. They stay in every other index, not kept (no read returns them),
--- until trim or the cleanup retires and counts them; detach() takes a
--- message that is no longer in its group's zset in its stride.
-local SKIP_BUDGET = 1000
-local function skip_dropped_heads(limit, mine)
-  local by_time = time_cutoff()
-  local gone = higher(remove_below(), by_time)
-  if not gone then return end
-  local budget = SKIP_BUDGET
-  for _, index in ipairs({AVAIL, mine or AVAIL}) do
+-- Retire what retention no longer keeps at the front of `group`, by
+-- trim's rules (free members only, below the floors or past `time`), at
+-- most n; each retirement files the next member, as a deletion does.
+-- Returns how many members it looked at.
+local function clear_group_front(group, n)
+  local below = remove_below()
+  local ids = redis.call('ZRANGE', gkey(group), 0, n - 1, 'WITHSCORES')
+  local met = 0
+  for i = 1, #ids, 2 do
+    local id = ids[i]
+    if not redis.call('ZSCORE', FREE, id) then break end
+    local f = redis.call('HMGET', mkey(id), 'cr', 'e')
+    if not f[2] or tonumber(f[2]) <= NOW then
+      drop(id)
+    elseif (below and tonumber(ids[i + 1]) < below) or too_old(f[1]) then
+      retire(id)
+    else
+      break
+    end
+    met = met + 1
+  end
+  return met
+end
+
+-- A claim that came back short on a grouped queue: claimable heads that
+-- retention hides (below `from`, in avail or the client's own pinned
+-- index) block their groups until trim or the cleanup reach them, and
+-- trim takes the oldest free messages, not these. Retire up to n of
+-- them and of the dropped members behind each, so that a consumer
+-- taking one at a time behind a run of dropped members gets the first
+-- kept one, not empty answers it would read as an empty queue. Returns
+-- how many were looked at (0: nothing to do, no second pass needed).
+local function clear_hidden_heads(from, n, mine)
+  local met = 0
+  for _, index in ipairs({AVAIL, mine}) do
     local heads = redis.call('ZRANGEBYSCORE', index, '-inf',
-                             '(' .. score(gone), 'LIMIT', 0, limit)
+                             '(' .. score(from), 'LIMIT', 0, n - met)
     for _, id in ipairs(heads) do
       local group = redis.call('HGET', mkey(id), 'g')
       if group and group ~= '' then
-        local ahead = redis.call('ZCOUNT', gkey(group), '-inf',
-                                 '(' .. score(gone))
-        local n = math.min(ahead, budget)
-        if n > 0 then
-          budget = budget - n
-          redis.call('ZREMRANGEBYRANK', gkey(group), 0, n - 1)
-          redis.call('ZREM', index, id)
-          place_head(group)
+        met = met + clear_group_front(group, n - met)
+      else
+        local f = redis.call('HMGET', mkey(id), 'cr', 'e', 'p')
+        local below = remove_below()
+        if not f[2] or tonumber(f[2]) <= NOW then
+          drop(id)
+          met = met + 1
+        elseif (below and tonumber(f[3]) < below) or too_old(f[1]) then
+          retire(id)
+          met = met + 1
         end
-        if budget == 0 then return end
       end
+      if met >= n then return met end
     end
-    if not mine then return end
   end
+  return met
 end
 
 -- Keep a claimed message alive until `keep_until` (ms); like Zaqar's

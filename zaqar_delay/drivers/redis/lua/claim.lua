@@ -28,9 +28,10 @@
 -- Retention: it hands out only from the position where kept messages
 -- start, so a backlog that retention hides costs it nothing (the cleanup
 -- daemon removes it). On a queue with groups it first removes up to
--- `limit` of the oldest messages retention no longer keeps, and a group
--- whose head is no longer kept moves on to its first kept member
--- (skip_dropped_heads).
+-- `limit` of the oldest messages retention no longer keeps; when it then
+-- comes back short, it removes up to BATCH of the hidden heads and the
+-- dropped members behind them (clear_hidden_heads) and looks again, so a
+-- group whose head is no longer kept moves on to its next kept member.
 -- Returns {NOW, {message wire fields...}, {outbox ids...}}.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -60,9 +61,6 @@ local from = visible_from()
 -- (Both absent: a caller that predates sticky groups.)
 local client = ARGV[17] or ''
 local mine = sticky_claim(client, tonumber(ARGV[18] or 0), limit)
-if from and redis.call('EXISTS', GROUPS) == 1 then
-  skip_dropped_heads(limit, mine)
-end
 
 -- The first claimable id of `index` at or after `from`: {id, position}.
 local function peek(index)
@@ -105,57 +103,64 @@ local by_claim_expiry, by_expiry, by_position, unfree = {}, {}, {}, {}
 -- A pop deletes a group's head, which files the next member at once; it is
 -- set aside here so that one call hands out one message per group.
 local popped_groups, set_aside = {}, {}
-local budget = 2 * limit
 
-while count < limit and budget > 0 do
-  budget = budget - 1
-  local popped = next_candidate()
-  if #popped == 0 then break end
-  local id = popped[1]
-  local m = read(id)
-  if not m then
-    drop(id)
-  elseif too_old(m.created) then
-    -- Kept by length (at or after `from`), but past `time`: only possible
-    -- if the clock went back between posts; it is gone all the same.
-    retire(id)
-  elseif popped_groups[m.group] then
-    set_aside[#set_aside + 1] = popped
-  elseif max_claims > 0 and tonumber(m.cc) >= max_claims then
-    if dlq ~= '' then
-      to_outbox(id, m.pos, dlq, dlq_ttl ~= '' and dlq_ttl or m.ttl, 0)
-      dead[#dead + 1] = id
-    else
+local function take(budget)
+  while count < limit and budget > 0 do
+    budget = budget - 1
+    local popped = next_candidate()
+    if #popped == 0 then break end
+    local id = popped[1]
+    local m = read(id)
+    if not m then
       drop(id)
-      bury(id)
-    end
-  else
-    count = count + 1
-    if mine and m.group ~= '' and popped[3] == AVAIL then
-      pin(m.group, client)
-    end
-    if pop then
-      emit(out, id, m)
-      if m.group ~= '' then popped_groups[m.group] = true end
-      drop(id)
-      bury(id)
-    else
-      m.cc = tonumber(m.cc) + 1
-      m.claim = cid
-      local fields = {'c', cid, 'ce', claim_expires, 'cc', m.cc,
-                      'rd', redelivery}
-      local expires = kept_alive(m, keep_until, ttl + grace, fields)
-      redis.call('HSET', mkey(id), unpack(fields))
-      if expires then
-        by_expiry[#by_expiry + 1], by_expiry[#by_expiry + 2] = expires, id
+    elseif too_old(m.created) then
+      -- Kept by length (at or after `from`), but past `time`: only possible
+      -- if the clock went back between posts; it is gone all the same.
+      retire(id)
+    elseif popped_groups[m.group] then
+      set_aside[#set_aside + 1] = popped
+    elseif max_claims > 0 and tonumber(m.cc) >= max_claims then
+      if dlq ~= '' then
+        to_outbox(id, m.pos, dlq, dlq_ttl ~= '' and dlq_ttl or m.ttl, 0)
+        dead[#dead + 1] = id
+      else
+        drop(id)
+        bury(id)
       end
-      local n = #by_claim_expiry
-      by_claim_expiry[n + 1], by_claim_expiry[n + 2] = claim_expires, id
-      by_position[n + 1], by_position[n + 2] = m.pos, id
-      unfree[#unfree + 1] = id
-      emit(out, id, m)
+    else
+      count = count + 1
+      if mine and m.group ~= '' and popped[3] == AVAIL then
+        pin(m.group, client)
+      end
+      if pop then
+        emit(out, id, m)
+        if m.group ~= '' then popped_groups[m.group] = true end
+        drop(id)
+        bury(id)
+      else
+        m.cc = tonumber(m.cc) + 1
+        m.claim = cid
+        local fields = {'c', cid, 'ce', claim_expires, 'cc', m.cc,
+                        'rd', redelivery}
+        local expires = kept_alive(m, keep_until, ttl + grace, fields)
+        redis.call('HSET', mkey(id), unpack(fields))
+        if expires then
+          by_expiry[#by_expiry + 1], by_expiry[#by_expiry + 2] = expires, id
+        end
+        local n = #by_claim_expiry
+        by_claim_expiry[n + 1], by_claim_expiry[n + 2] = claim_expires, id
+        by_position[n + 1], by_position[n + 2] = m.pos, id
+        unfree[#unfree + 1] = id
+        emit(out, id, m)
+      end
     end
   end
+end
+
+take(2 * limit)
+if count < limit and from and redis.call('EXISTS', GROUPS) == 1
+    and clear_hidden_heads(from, BATCH, mine) > 0 then
+  take(2 * limit)
 end
 send_all('ZADD', EXPIRY, by_expiry)
 send_all('ZADD', CLAIMED, by_claim_expiry)
