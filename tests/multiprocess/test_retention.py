@@ -110,6 +110,8 @@ def test_overflow_with_consumers_and_two_cleaners(
     assert consumed | remaining <= every
     assert not consumed & remaining
     assert len(remaining) <= sizes.length
+    if plan.until_empty:
+        assert not remaining, 'the consumers stopped before the end'
     assert removed, 'the producers were meant to overflow the queue'
     assert consumed, 'the consumers never got a message'
     # Counted exactly once each: the counter is the number of messages
