@@ -1,0 +1,74 @@
+"""What the README says about Zaqar 23's own drivers, shown on them (and
+that ours do not share it): both drivers built as the benchmarks build
+them (benchmarks/run.py), on the test redis-server and on mongomock."""
+
+import uuid
+
+import pymongo.errors
+import pytest
+from zaqar.storage import errors as storage_errors
+
+from benchmarks import run
+
+pytestmark = [pytest.mark.integration]
+
+CLAIM = {'ttl': 60, 'grace': 60}
+
+
+def post_ready_then_delayed(driver, project):
+    # A delayed queue: on others Zaqar's transport drops a message's delay.
+    queue = 'q-' + uuid.uuid4().hex[:8]
+    driver.queue_controller.create(
+        queue, metadata={'_default_message_delay': 30}, project=project)
+    client = uuid.uuid4()
+    driver.message_controller.post(
+        queue, [{'ttl': 300, 'body': 'ready', 'delay': 0}], client,
+        project=project)
+    driver.message_controller.post(
+        queue, [{'ttl': 300, 'body': 'delayed', 'delay': 600}], client,
+        project=project)
+    return queue
+
+
+def claimed_bodies(driver, queue, project):
+    _, messages = driver.claim_controller.create(queue, CLAIM,
+                                                 project=project, limit=10)
+    return sorted(m['body'] for m in messages)
+
+
+def test_zaqars_redis_claim_hands_out_a_delayed_message_behind_a_ready_one(
+        redis_url):
+    # Its claim script checks the delay only until it meets the first
+    # claimable message, then takes everything after it.
+    ours, theirs = run.redis_pair(redis_url)
+    project = 'cmp-' + uuid.uuid4().hex[:6]
+    queue = post_ready_then_delayed(theirs, project)
+    assert claimed_bodies(theirs, queue, project) == ['delayed', 'ready']
+    queue = post_ready_then_delayed(ours, project)
+    assert claimed_bodies(ours, queue, project) == ['ready']
+
+
+def test_zaqars_mongodb_pop_loses_a_message_whose_reply_is_lost(
+        redis_url, monkeypatch):
+    # One find_one_and_delete: when its reply is lost (here: it ran, then
+    # the connection failed, as on a standalone server or when pymongo's
+    # one retry fails too), the message is deleted and nobody got it.
+    _, theirs = run.mongodb_pair(redis_url, None)
+    project = 'cmp-' + uuid.uuid4().hex[:6]
+    queue = 'q-' + uuid.uuid4().hex[:8]
+    theirs.queue_controller.create(queue, project=project)
+    theirs.message_controller.post(queue, [{'ttl': 300, 'body': 'only'}],
+                                   uuid.uuid4(), project=project)
+    collection = type(theirs.message_controller._collection(queue, project))
+    ran = collection.find_one_and_delete
+
+    def reply_lost(self, *args, **kwargs):
+        ran(self, *args, **kwargs)
+        raise pymongo.errors.AutoReconnect('reply lost')
+
+    monkeypatch.setattr(collection, 'find_one_and_delete', reply_lost)
+    with pytest.raises(storage_errors.ConnectionError):
+        theirs.message_controller.pop(queue, 1, project=project)
+    monkeypatch.undo()
+    assert theirs.message_controller._count(queue, project,
+                                            include_claimed=True) == 0
