@@ -12,7 +12,10 @@ Prints figures and ratios (ours / Zaqar's for throughput; latency against
 our own empty queue), and on Redis the round trips each call sends to the
 data and control stores (benchmarks/round_trips.py; on MongoDB the
 requests sent, counted with a CommandListener on a server and per
-collection call on mongomock). ``--plot DIR`` also draws them (benchmarks/plot.py,
+collection call on mongomock), and on Swift the CPU its server processes
+spend per post and per claim with its deletes (``--swift-workers N``
+gives each server N worker processes, as a production Swift forks one per
+core). ``--plot DIR`` also draws them (benchmarks/plot.py,
 needs matplotlib) as PNG files in DIR.
 """
 
@@ -144,6 +147,8 @@ def bench(ours, theirs, args):
 
     if args.round_trips:
         print_round_trips(ours, theirs, project, args.round_trips)
+    if getattr(args, 'server_cpu', None):
+        print_server_cpu(ours, theirs, project, args.server_cpu)
 
     print('\n{:<28} {:>22} {:>22} {:>9}'.format(
         'claim latency median/p95', 'zaqar-delay', 'zaqar built-in',
@@ -171,6 +176,31 @@ def bench(ours, theirs, args):
             '{:,} heads in flight, {:,} blocked'.format(
                 groups, groups * blocked), fmt_ms(m), m[0] / mine[0][0]))
     return figures
+
+
+def print_server_cpu(ours, theirs, project, cpu_seconds, calls=10):
+    """CPU the store's server processes spend per call, as
+    ``cpu_seconds()`` reads it (the test Swift: every server and worker):
+    ``calls`` posts of 10, then claims of 10 and their deletes."""
+    print('\n{:<28} {:>18} {:>18} {:>8}'.format(
+        'store CPU per call', 'zaqar-delay', 'zaqar built-in', 'ratio'))
+    spent = {}
+    for who, driver in (('ours', ours), ('theirs', theirs)):
+        queue = workloads.fresh_queue(driver, project)
+        batch = [{'ttl': 3600, 'body': {'n': n, 'pad': 'x' * 64}}
+                 for n in range(10)]
+        before = cpu_seconds()
+        for _ in range(calls):
+            driver.message_controller.post(queue, batch, workloads.CLIENT,
+                                           project=project)
+        posted = cpu_seconds()
+        taken = workloads.drain(driver, project, queue, 10 * calls)
+        spent[who] = ((posted - before) / calls,
+                      (cpu_seconds() - posted) / (taken / 10))
+    for i, name in enumerate(('post of 10', 'claim of 10 + its deletes')):
+        print('{:<28} {:>15.0f} ms {:>15.0f} ms {:>7.2f}x'.format(
+            name, spent['ours'][i] * 1000, spent['theirs'][i] * 1000,
+            spent['ours'][i] / spent['theirs'][i]))
 
 
 def print_round_trips(ours, theirs, project, measured):
@@ -220,6 +250,12 @@ def main(argv=None):
     parser.add_argument('--mongodb-uri',
                         default=os.environ.get('ZAQAR_DELAY_TEST_MONGODB_URI'),
                         help='a real MongoDB server; default: mongomock')
+    parser.add_argument('--swift-workers', type=int, default=0,
+                        metavar='N',
+                        help="Swift's `workers` for each test Swift server "
+                             '(default 0: one process serving every '
+                             'request; a production Swift forks one per '
+                             'core, `workers = auto`)')
     parser.add_argument('--plot', metavar='DIR',
                         help='also draw the figures as PNG files in DIR '
                              '(needs matplotlib)')
@@ -247,11 +283,16 @@ def main(argv=None):
                 *mongodb_pair(server.url, args.mongodb_uri), args)
         if 'swift' in chosen:
             args.round_trips = None
+            from benchmarks.e2e import process_cpu
             from localstack.swift_server import SwiftServer
-            with SwiftServer() as swift:
-                print('\n#### Swift: single node (1 replica, tempauth) on',
-                      swift.url, '- sizes scaled down: a Swift request '
-                      'costs milliseconds')
+            with SwiftServer(workers=args.swift_workers) as swift:
+                args.server_cpu = lambda: sum(
+                    process_cpu(pid) for pid in swift.server_pids())
+                print('\n#### Swift: single node (1 replica, tempauth,',
+                      args.swift_workers or 'one process, no',
+                      'workers per server) on', swift.url,
+                      '- sizes scaled down: a Swift request costs '
+                      'milliseconds')
                 figures['Swift'] = bench(*swift_pair(server.url, swift),
                                          swift_sizes(args))
     if args.plot:

@@ -292,6 +292,9 @@ class SwiftServer(object):
                       member (role admin or member) owning account
                       KEY_<project id>; register ``keystone_endpoint`` as
                       the object-store service in that Keystone
+      workers         worker processes per server (Swift's ``workers``;
+                      default 0: one process serving every request, as the
+                      tests want; a production Swift forks one per core)
 
     After start():
       url             http://127.0.0.1:PROXYPORT
@@ -323,8 +326,9 @@ class SwiftServer(object):
 
     def __init__(self, host='127.0.0.1', base_dir=None, startup_timeout=60.0,
                  part_power=6, python=DEFAULT_PYTHON, bin_dir=DEFAULT_BIN_DIR,
-                 keep_dir=False, extra_env=None, keystone=None):
+                 keep_dir=False, extra_env=None, keystone=None, workers=0):
         self.host = host
+        self.workers = int(workers)
         self.keystone = dict(keystone) if keystone else None
         self.base_dir = base_dir
         self.startup_timeout = float(startup_timeout)
@@ -419,6 +423,18 @@ class SwiftServer(object):
             raise
         self.startup_seconds = time.monotonic() - t0
         return self
+
+    def server_pids(self):
+        """Pids of the running servers and memcached, with their worker
+        processes (``workers`` > 0), for reading their CPU time."""
+        pids = [p.popen.pid for p in self._procs if p.popen.poll() is None]
+        for pid in list(pids):
+            try:
+                with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+                    pids += [int(child) for child in f.read().split()]
+            except OSError:
+                pass  # it ended meanwhile
+        return pids
 
     def stop(self):
         """Terminate what we started (by PID / process group), remove dir."""
@@ -583,7 +599,8 @@ class SwiftServer(object):
 
     def _write_configs(self):
         user = pwd.getpwuid(os.getuid()).pw_name
-        common = dict(host=self.host, user=user, swift_dir=self.conf_dir,
+        common = dict(host=self.host, user=user, workers=self.workers,
+                      swift_dir=self.conf_dir,
                       devices=self.devices_dir, cache=self._cache_dir,
                       memcache='%s:%d' % (self.host, self.memcached_port),
                       log_level=LOG_LEVEL)
@@ -602,7 +619,7 @@ class SwiftServer(object):
             [DEFAULT]
             bind_ip = %(host)s
             bind_port = %(port)d
-            workers = 0
+            workers = %(workers)d
             user = %(user)s
             swift_dir = %(swift_dir)s
             devices = %(devices)s
@@ -653,7 +670,7 @@ class SwiftServer(object):
             [DEFAULT]
             bind_ip = %(host)s
             bind_port = %(port)d
-            workers = 0
+            workers = %(workers)d
             user = %(user)s
             swift_dir = %(swift_dir)s
             log_name = proxy-server

@@ -69,3 +69,21 @@ def test_swift_pair_posts_and_claims_through_both_drivers(redis_url,
         claimed = list(driver.claim_controller.create(
             queue, workloads.CLAIM, project=project, limit=1)[1])
         assert [m['body'] for m in claimed] == ['b'], type(driver)
+
+
+def test_swift_prints_the_store_cpu_of_each_call(capsys, redis_url,
+                                                 swift_server):
+    # The figure behind the Swift ratios: the test Swift's own CPU per
+    # call, read from its server processes (more than nothing for both).
+    from benchmarks.e2e import process_cpu
+    pids = swift_server.server_pids()
+    assert len(pids) >= 4, pids  # proxy, account, container, object
+    run.print_server_cpu(*run.swift_pair(redis_url, swift_server),
+                         'bench-cpu', lambda: sum(map(process_cpu, pids)),
+                         calls=2)
+    out = capsys.readouterr().out
+    for row in ('post of 10', 'claim of 10 + its deletes'):
+        found = re.search(r'^%s +(%s) ms +(%s) ms +%sx$' % (
+            re.escape(row), NUMBER, NUMBER, NUMBER), out, re.M)
+        assert found, out
+        assert float(found.group(1)) > 0 and float(found.group(2)) > 0, out
