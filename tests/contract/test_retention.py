@@ -292,16 +292,11 @@ def test_a_group_head_dropped_by_length_keeps_the_group_in_order(
 @operator(length=3)
 @pytest.mark.parametrize('how', ['claim', 'pop'])
 def test_a_take_of_one_reaches_a_head_behind_a_long_dropped_run(
-        driver, make_queue, project, how, backend_name, request):
+        driver, make_queue, project, how):
     # 10 ungrouped messages, then 30 members of one group: all but the
     # last 3 beyond length. A consumer taking one at a time gets a28 at
     # once, not one empty answer per dropped message (a consumer reads an
     # empty answer as an empty queue).
-    if backend_name == 'swift':
-        # Tracked, not skipped: strict, so the day it passes the mark goes.
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason='a Swift claim removes only `limit` '
-            'dropped members ahead of a head (docs/swift.md, Retention)'))
     queue = make_queue(GROUPED)
     post(driver, queue, project, *[{'n': n} for n in range(10)])
     for first in range(1, 31, 10):

@@ -121,6 +121,24 @@ def test_a_dropped_group_head_never_blocks_its_group(
     assert [(g['depth'], g['in_flight']) for g in groups] == [(2, True)]
 
 
+def test_only_a_claim_that_comes_back_short_sweeps_further(
+        driver, clock, make_queue, project):
+    # x: 6 members beyond length; y's head is kept. A claim of one that
+    # fills up (y) removes no more than its `limit` of the dropped run;
+    # the next, finding nothing else, sweeps the rest and takes x's first
+    # kept member.
+    queue = kept_queue(make_queue, grouped=True, length=3)
+    post(driver, queue, project, *[{'g': 'x', 'n': n} for n in range(8)])
+    post(driver, queue, project, {'g': 'y', 'n': 8})
+    qs = driver.queue_state(queue, project)
+    assert bodies(claim(driver, queue, project, limit=1)[1]) == [
+        {'g': 'y', 'n': 8}]
+    assert len(objects(driver, qs, 'p/')) == 9 - 1
+    assert bodies(claim(driver, queue, project, limit=1)[1]) == [
+        {'g': 'x', 'n': 6}]
+    assert len(objects(driver, qs, 'p/')) == 3
+
+
 def test_a_dropped_delayed_head_gives_way_to_the_next_member(
         driver, clock, make_queue, project):
     queue = make_queue({'_message_group_key': 'g',

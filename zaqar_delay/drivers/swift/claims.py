@@ -32,6 +32,11 @@ from zaqar_delay.drivers.swift import retention as swift_retention
 
 # Extra entries listed per round: some may be stale or lost to a rival.
 OVERFETCH = 2
+# Dropped messages a claim on a grouped queue that came back short looks
+# at (and removes the grouped ones of) before it looks again: where they
+# block group heads, a consumer would otherwise read its empty answers as
+# an empty queue.
+SHORT_SWEEP = 100
 # A claim whose locks are not all won this long before its expiry gives its
 # messages back (a quarter of the claim ttl when that is shorter): another
 # node settling the expiry must see every lock it holds.
@@ -67,7 +72,13 @@ class ClaimController(controller.ClaimController):
         keep_until = record['e'] + grace * 1000
         won, seen, taken = [], set(), set()
         markers, exhausted = dict(starts), set()
-        while len(won) < limit and len(exhausted) < len(prefixes):
+        swept = not (policy.group_key and keep.cut)
+        while len(won) < limit:
+            if len(exhausted) == len(prefixes):
+                if swept or not swift_retention.sweep_groups(
+                        qs, keep, now, SHORT_SWEEP):
+                    break
+                swept, markers, exhausted = True, dict(starts), set()
             page = self._page(qs, markers, exhausted,
                               (limit - len(won)) * OVERFETCH, ordered)
             fresh = []

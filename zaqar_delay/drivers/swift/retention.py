@@ -275,13 +275,13 @@ def dropped(qs, keep, limit):
 
 
 def sweep_groups(qs, keep, now, limit):
-    """Claims: remove up to ``limit`` dropped group members at the front
-    of the queue, so that a dropped head never blocks its group; members
-    beyond that wait for the next claim or the cleanup daemon."""
+    """Claims: remove the dropped group members among the ``limit``
+    oldest messages retention no longer keeps, so that a dropped head
+    never blocks its group; members beyond that wait for the next claim
+    or the cleanup daemon. True if it removed any."""
     victims = dropped(qs, keep, limit)[0]
     victims = [f for f in victims if f['g'] and f['e'] > now]
-    if victims:
-        drop(qs, victims, now)
+    return bool(victims) and drop(qs, victims, now)[1]
 
 
 def drop(qs, victims, now):
