@@ -151,12 +151,27 @@ def test_a_claim_looks_at_a_bounded_number_of_expired_messages(
     clock.advance(61)
     (_, got), dropped = counted(
         raw, lambda: claim(driver, 'q', project, limit=10), 'del')
-    assert dropped <= 100, 'one claim dropped %d messages' % dropped
-    for _ in range(BACKLOG):
-        if got:
-            break
+    # Twice its limit, then (having found nothing) a batch more.
+    assert dropped <= 2 * 10 + BATCH, 'one claim dropped %d' % dropped
+    claims = 1
+    while not got and claims < BACKLOG:
         _, got = claim(driver, 'q', project, limit=10)
+        claims += 1
     assert [m['id'] for m in got] == [live]
+    # 1,000 expired ahead: 9 claims, not the 50 of twice the limit alone.
+    assert claims == -(-(BACKLOG + 1) // (2 * 10 + BATCH)), claims
+
+
+def test_a_claim_behind_fewer_than_a_batch_of_expired_messages_answers(
+        driver, project, clock):
+    # 50 expired messages ahead of a live one: more than twice the limit,
+    # fewer than the batch a claim that ran out short looks at next.
+    driver.queue_controller.create('q', project=project)
+    post_many(driver, 'q', project, 50, ttl=60)
+    live = post(driver, 'q', project, 'live', ttl=600)[0]
+    clock.advance(61)
+    assert [m['id'] for m in claim(driver, 'q', project, limit=10)[1]] \
+        == [live]
 
 
 def test_gc_settles_a_backlog_in_short_steps(driver, project, clock,

@@ -23,7 +23,8 @@
 -- whatever backlog the queue holds: it settles twice what it can hand out
 -- (a backlog of due messages or ended claims drains faster than it is
 -- consumed) and looks at no more than twice `limit` claimable ids,
--- dropping the expired ones among them; gc removes the other expired
+-- dropping the expired ones among them (BATCH more when those run out
+-- before `limit` were handed out); gc removes the other expired
 -- messages.
 -- Retention: it hands out only from the position where kept messages
 -- start, so a backlog that retention hides costs it nothing (the cleanup
@@ -155,9 +156,14 @@ local function take(budget)
       end
     end
   end
+  return budget
 end
 
-take(2 * limit)
+-- Expired messages and dead letters met on the way use up the budget:
+-- one that runs out short looks at BATCH more, so that a run of them
+-- ahead of a live message does not answer empty (read as an empty
+-- queue) until gc has removed it.
+if take(2 * limit) == 0 and count < limit then take(BATCH) end
 if count < limit and from and redis.call('EXISTS', GROUPS) == 1
     and clear_hidden_heads(from, BATCH, mine) > 0 then
   take(2 * limit)
