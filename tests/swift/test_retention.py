@@ -13,6 +13,7 @@ import time
 
 from tests.contract.helpers import bodies, claim, listed, post, stats
 from tests.swift.requests import Requests
+from zaqar_delay import errors
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import retention as swift_retention
 
@@ -121,20 +122,20 @@ def test_a_dropped_group_head_never_blocks_its_group(
     assert [(g['depth'], g['in_flight']) for g in groups] == [(2, True)]
 
 
-def test_only_a_claim_that_comes_back_short_sweeps_further(
+def test_only_a_claim_that_finds_nothing_sweeps_further(
         driver, clock, make_queue, project):
-    # x: 6 members beyond length; y's head is kept. A claim of one that
-    # fills up (y) removes no more than its `limit` of the dropped run;
-    # the next, finding nothing else, sweeps the rest and takes x's first
+    # x: 6 members beyond length; y's head is kept. A claim of two that
+    # finds y removes no more than its `limit` of the dropped run; the
+    # next, finding nothing else, removes the rest and takes x's first
     # kept member.
     queue = kept_queue(make_queue, grouped=True, length=3)
     post(driver, queue, project, *[{'g': 'x', 'n': n} for n in range(8)])
     post(driver, queue, project, {'g': 'y', 'n': 8})
     qs = driver.queue_state(queue, project)
-    assert bodies(claim(driver, queue, project, limit=1)[1]) == [
+    assert bodies(claim(driver, queue, project, limit=2)[1]) == [
         {'g': 'y', 'n': 8}]
-    assert len(objects(driver, qs, 'p/')) == 9 - 1
-    assert bodies(claim(driver, queue, project, limit=1)[1]) == [
+    assert len(objects(driver, qs, 'p/')) == 9 - 2
+    assert bodies(claim(driver, queue, project, limit=2)[1]) == [
         {'g': 'x', 'n': 6}]
     assert len(objects(driver, qs, 'p/')) == 3
 
@@ -374,3 +375,32 @@ def test_gc_folds_tallies(driver, clock, make_queue, project, monkeypatch):
     qs = driver.queue_state(queue, project)
     assert objects(driver, qs, 'n/') == []
     assert removed(driver, queue, project) == 3
+
+
+def test_an_empty_claim_looks_past_ungrouped_dropped_messages(
+        driver, clock, make_queue, project):
+    # 150 dropped ungrouped messages, then x's dropped head and a kept
+    # member: the claim's sweep reads past the ungrouped ones (left to the
+    # cleanup) to x's head, removes it and takes x1.
+    queue = kept_queue(make_queue, grouped=True, length=1)
+    for start in range(0, 150, 50):
+        post(driver, queue, project, *range(start, start + 50))
+    post(driver, queue, project, {'g': 'x', 'n': 0}, {'g': 'x', 'n': 1})
+    qs = driver.queue_state(queue, project)
+    assert bodies(claim(driver, queue, project, limit=1)[1]) == [
+        {'g': 'x', 'n': 1}]
+    assert len(objects(driver, qs, 'p/')) == 151
+
+
+def test_an_empty_claim_whose_sweep_fails_still_answers(
+        driver, clock, make_queue, project, monkeypatch):
+    # A Swift error in the sweep leaves the claim's empty answer standing.
+    queue = kept_queue(make_queue, grouped=True, length=1)
+    post(driver, queue, project, *[{'g': 'x', 'n': n} for n in range(3)])
+
+    def unreachable(*args, **kwargs):
+        raise errors.BackendUnavailable(backend='Swift', reason='test')
+
+    monkeypatch.setattr(swift_retention, 'sweep_dropped_members',
+                        unreachable)
+    assert claim(driver, queue, project, limit=1)[1] == []

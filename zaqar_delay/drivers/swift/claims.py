@@ -21,7 +21,10 @@ takes (pins.py).
 import json
 import uuid
 
+from oslo_log import log as logging
+
 from zaqar_delay import controller
+from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import groups
@@ -30,13 +33,16 @@ from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention as swift_retention
 
+LOG = logging.getLogger(__name__)
+
 # Extra entries listed per round: some may be stale or lost to a rival.
 OVERFETCH = 2
-# Dropped messages a claim on a grouped queue that came back short looks
-# at (and removes the grouped ones of) before it looks again: where they
-# block group heads, a consumer would otherwise read its empty answers as
-# an empty queue.
-SHORT_SWEEP = 100
+# Dropped group members a claim on a grouped queue that found nothing
+# removes before it looks again (found in at most SWEEP_PAGES listing
+# pages): where they block group heads, a consumer would otherwise read
+# its empty answers as an empty queue.
+EMPTY_SWEEP = 100
+SWEEP_PAGES = 10
 # A claim whose locks are not all won this long before its expiry gives its
 # messages back (a quarter of the claim ttl when that is shorter): another
 # node settling the expiry must see every lock it holds.
@@ -75,8 +81,7 @@ class ClaimController(controller.ClaimController):
         swept = not (policy.group_key and keep.cut)
         while len(won) < limit:
             if len(exhausted) == len(prefixes):
-                if swept or not swift_retention.sweep_groups(
-                        qs, keep, now, SHORT_SWEEP):
+                if swept or won or not self._sweep_empty(qs, keep, now):
                     break
                 swept, markers, exhausted = True, dict(starts), set()
             page = self._page(qs, markers, exhausted,
@@ -114,6 +119,21 @@ class ClaimController(controller.ClaimController):
                 names.expiry_obj(record['e'], claim_id)])
         self._store.delete_many(qs.c, [entry[5] for entry, _ in won])
         return claim_id, self._finish(qs, now, claim_id, won, keep_until)
+
+    @staticmethod
+    def _sweep_empty(qs, keep, now):
+        """A claim that found nothing on a grouped queue: remove dropped
+        group members that may block heads (retention.
+        sweep_dropped_members); True if any went. The claim holds nothing
+        then and its empty answer stands, so a Swift error here ends the
+        sweep, not the claim."""
+        try:
+            return swift_retention.sweep_dropped_members(
+                qs, keep, now, EMPTY_SWEEP, SWEEP_PAGES)
+        except errors.BackendUnavailable:
+            LOG.warning('Swift: an empty claim could not remove what '
+                        'retention dropped; the cleanup will', exc_info=True)
+            return False
 
     def _page(self, qs, markers, exhausted, wanted, ordered):
         """The next entries of the indexes a claim reads (pins.

@@ -66,6 +66,8 @@ FOLD_AT = 1000
 FOLD_AGE_S = 300
 # Entries listed past ``length`` in the first page, for messages in flight.
 SLACK = 16
+# Entries per listing page a claim's sweep of dropped members reads.
+SWEEP_PAGE = 1000
 
 
 class Horizon:
@@ -278,20 +280,47 @@ def sweep_groups(qs, keep, now, limit):
     """Claims: remove the dropped group members among the ``limit``
     oldest messages retention no longer keeps, so that a dropped head
     never blocks its group; members beyond that wait for the next claim
-    or the cleanup daemon. True if it removed any."""
+    or the cleanup daemon."""
     victims = dropped(qs, keep, limit)[0]
     victims = [f for f in victims if f['g'] and f['e'] > now]
-    return bool(victims) and drop(qs, victims, now)[1]
+    if victims:
+        drop(qs, victims, now)
+
+
+def sweep_dropped_members(qs, keep, now, limit, pages):
+    """A claim that found nothing on a grouped queue: remove up to
+    ``limit`` of the oldest dropped group members, read from at most
+    ``pages`` listing pages of ``p/`` below the cut, expired ones
+    included (removed uncounted; ungrouped messages are the cleanup's:
+    they block nothing). True if any went."""
+    if not keep.cut:
+        return False
+    victims, marker = [], None
+    for _ in range(pages):
+        page = qs.store.listing(qs.c, 'p/', marker=marker,
+                                end_marker=names.position_obj(keep.cut),
+                                limit=SWEEP_PAGE)
+        victims += [f for f in map(names.position_fields, page)
+                    if f is not None and f['g']
+                    and f['id'] not in keep.in_flight]
+        if len(victims) >= limit or len(page) < SWEEP_PAGE:
+            break
+        marker = page[-1]['name']
+    return bool(victims) and drop(qs, victims[:limit], now)[1]
 
 
 def drop(qs, victims, now):
     """Remove the messages of ``victims`` (``p/`` fields) that retention
     no longer keeps (module docstring); TTL-expired ones are removed
     uncounted. Returns (removed and counted by this call, progress):
-    progress is False when nothing at all could be removed."""
+    progress is False when nothing at all could be removed. The locks
+    are created together (connection.Store.create_many), so a batch waits
+    ``create_settle_time`` once, not once per wave of parallel requests."""
     cache = {}
 
-    def one(fields):
+    def assess(fields):
+        """('expired' | 'finished', victim), ('lock', (fields, attempt))
+        for one this call may lock, or None to leave it."""
         message_id = fields['id']
         if fields['e'] <= now:
             return 'expired', (message_id, fields['pos'], None, fields['g'])
@@ -313,16 +342,22 @@ def drop(qs, victims, now):
         if qs.store.head(qs.c, names.message_obj(message_id)) is None:
             # Its post is still running (or died: gc's TTL expiry).
             return None
-        if not qs.store.create(
-                qs.c, names.lock_obj(message_id, attempt + 1),
-                content_type=names.content_type(c=names.RETAIN, t=now),
-                headers=qs.delete_at(now)):
-            return None
-        tally(qs, now, message_id)
-        return 'won', (message_id, fields['pos'], attempt, fields['g'])
+        return 'lock', (fields, attempt)
 
-    results = [r for r in qs.store.parallel(one, victims) if r]
+    assessed = [r for r in qs.store.parallel(assess, victims) if r]
+    results = [r for r in assessed if r[0] != 'lock']
+    to_lock = [found for kind, found in assessed if kind == 'lock']
+    lock_type = names.content_type(c=names.RETAIN, t=now)
+    won = [pair for pair, ours in zip(to_lock, qs.store.create_many(
+        qs.c, [(names.lock_obj(fields['id'], attempt + 1),
+                {'content_type': lock_type, 'headers': qs.delete_at(now)})
+               for fields, attempt in to_lock])) if ours]
+    qs.store.parallel(lambda pair: tally(qs, now, pair[0]['id']), won)
+    results += [('won', (fields['id'], fields['pos'], attempt, fields['g']))
+                for fields, attempt in won]
     if results:
+        # In the victims' (position) order, as they were listed.
+        results.sort(key=lambda result: result[1][1])
         qs.remove([victim for _, victim in results], now)
     return sum(1 for kind, _ in results if kind == 'won'), bool(results)
 
