@@ -200,6 +200,38 @@ def test_gc_frees_the_groups_of_a_sticky_client_gone_idle(driver, raw,
             or k.endswith(':pseen')] == []
 
 
+def test_an_idle_clients_waiting_group_is_freed_before_its_stale_pins(
+        driver, raw, project, clock):
+    # Alice took 1,000 groups that emptied since (a pin outlives its
+    # group) and 'live', whose head came back to her own index when her
+    # claim lapsed while she was active. Once she is idle, Bob's first
+    # claim gets it: the sweep frees groups with a waiting head first,
+    # not 100 of her 1,001 pins at random.
+    driver.queue_controller.create('q', metadata={
+        '_message_group_key': 'g', '_message_group_sticky': 60},
+        project=project)
+    with sticky.acting_as('alice'):
+        for start in range(0, 1000, 100):
+            post(driver, 'q', project, *[{'g': 'e%d' % n}
+                                         for n in range(start, start + 100)])
+            claim_id, got = claim(driver, 'q', project, limit=100)
+            driver.message_controller.bulk_delete(
+                'q', [m['id'] for m in got], project=project,
+                claim_ids=[claim_id])
+        post(driver, 'q', project, {'g': 'live'})
+        claim(driver, 'q', project, limit=1, ttl=30)
+    clock.advance(31)
+    with sticky.acting_as('bob'):
+        assert claim(driver, 'q', project, limit=1) == (None, [])
+    pinned_avail = keys.queue_prefix('q', project) + ':pa:alice'
+    assert raw.zcard(pinned_avail) == 1
+    assert raw.hlen(keys.queue_prefix('q', project) + ':pin') == 1001
+    clock.advance(60)
+    with sticky.acting_as('bob'):
+        got = claim(driver, 'q', project, limit=1)[1]
+    assert [m['body'] for m in got] == [{'g': 'live'}]
+
+
 def test_unreachable_redis_raises_zaqars_connection_error(conf, redis_url):
     from zaqar_delay.drivers.redis import driver as redis_driver
     from localstack.redis_server import free_port

@@ -160,7 +160,23 @@ local function sweep_idle(n, sticky_on)
   end
   local client = idle[1]
   if not client then return false end
-  for _, group in ipairs(redis.call('SRANDMEMBER', pinned_groups(client), n)) do
+  -- First the groups whose heads wait in the client's own index: another
+  -- client can take those at once. The rest, most often pins of groups
+  -- that emptied since (a pin outlives its group), go at random.
+  local waiting = redis.call('ZRANGE', pinned_avail(client), 0, n - 1,
+                             'WITHSCORES')
+  for i = 1, #waiting, 2 do
+    local id = waiting[i]
+    local group = redis.call('HGET', mkey(id), 'g')
+    if group and redis.call('HGET', PINS, group) == client then
+      unpin(group, client)
+    else
+      redis.call('ZREM', pinned_avail(client), id)
+      if group then file_claimable(id, waiting[i + 1], group) end
+    end
+  end
+  for _, group in ipairs(redis.call('SRANDMEMBER', pinned_groups(client),
+                                    n - #waiting / 2)) do
     if redis.call('HGET', PINS, group) == client then
       unpin(group, client)
     else
