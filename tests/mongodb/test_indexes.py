@@ -84,6 +84,7 @@ EXAMPLES = [
     queries.given_up('q', 'p', 3, 9),
     queries.given_up('q', 'p', before=9),
     queries.ready('q', 'p', NOW, 'client'),
+    queries.waiting_for('q', 'p', 'client', NOW),
     queries.pin_of('q', 'p', ['"a"']),
     queries.pins_of('q', 'p', 'client', NOW),
     queries.pins('q', 'p'),

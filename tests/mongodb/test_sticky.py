@@ -78,6 +78,27 @@ def test_idle_clients_groups_are_freed_in_bounded_batches(
         {fields.QUEUE: queue, fields.PIN_CLIENT: ALICE}) is None
 
 
+def test_an_idle_clients_waiting_group_is_freed_before_older_pins(
+        driver, make_queue, project, clock, monkeypatch):
+    # Alice took 10 groups that emptied since (a pin outlives its group),
+    # then 'live', whose head came back to her when her claim lapsed
+    # while she was active. Once she is idle, Bob's first claim gets it:
+    # oldest pins first alone would free the 10 stale ones before it.
+    monkeypatch.setattr(pins, 'FREE_BATCH', 4)
+    queue = make_queue(STICKY)
+    post(driver, queue, project, *[msg('e%d' % n, 1) for n in range(10)])
+    claim_id, got = claim_as(ALICE, driver, queue, project, limit=10)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    post(driver, queue, project, msg('live', 1))
+    claim_as(ALICE, driver, queue, project, limit=1, ttl=30)
+    clock.advance(31)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    assert pinned_count(driver, queue, project, ALICE) == 11
+    clock.advance(STICKY_S)
+    assert names(claim_as(BOB, driver, queue, project, limit=1)[1]) == [
+        'live1']
+
+
 def test_a_sweep_keeps_a_pin_its_client_renewed_meanwhile(
         driver, make_queue, project, clock, monkeypatch):
     """Bob's claim starts freeing idle Alice's groups; before it deletes

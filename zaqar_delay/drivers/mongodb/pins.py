@@ -139,8 +139,7 @@ def free_idle(driver, queue, project, now, idle_only=True):
     client = found[0]
     name, active_at = client[f.PIN_CLIENT], client[f.ACTIVE_AT]
     mine = queries.pins_of(queue, project, name, active_at)
-    pinned = driver.pins.find(mine.filter, {f.GROUP: True}, mine.sort,
-                              FREE_BATCH, mine.index)
+    pinned = _pins_to_free(driver, queue, project, name, mine, now)
     if not pinned:
         # Only if not active again since it was read.
         driver.sticky_clients.delete_one({'_id': client['_id'],
@@ -154,6 +153,28 @@ def free_idle(driver, queue, project, now, idle_only=True):
     if freed:
         _unpin_heads(driver, queue, project, freed, name)
     return True
+
+
+def _pins_to_free(driver, queue, project, client, mine, now):
+    """Up to FREE_BATCH of ``mine`` (an idle client's pins): first those
+    of groups whose heads wait claimable for it, which another client can
+    take at once, then the oldest. A pin outlives its group, so a
+    long-running client holds one for every group it ever took, and
+    oldest first alone would free the groups it worked on last."""
+    waiting = queries.waiting_for(queue, project, client, now)
+    groups = [doc[f.HEAD] for doc in driver.messages.find(
+        waiting.filter, {f.HEAD: True}, waiting.sort, FREE_BATCH,
+        waiting.index) if doc.get(f.HEAD) is not None]
+    first = driver.pins.find(
+        dict(mine.filter, **{f.GROUP: {'$in': groups}}), {f.GROUP: True},
+        mine.sort, FREE_BATCH, mine.index) if groups else []
+    if len(first) == FREE_BATCH:
+        return first
+    chosen = {doc['_id'] for doc in first}
+    rest = driver.pins.find(mine.filter, {f.GROUP: True}, mine.sort,
+                            FREE_BATCH, mine.index)
+    return first + [doc for doc in rest
+                    if doc['_id'] not in chosen][:FREE_BATCH - len(first)]
 
 
 def settle(driver, queue, project, policy, now):

@@ -30,6 +30,14 @@ def ready(queue, project, now, client=None):
     return Query(f.MESSAGES, query, [(f.POSITION, 1)], 'zd_ready_pin')
 
 
+def waiting_for(queue, project, client, now):
+    """Claimable heads pinned to a sticky ``client``, oldest first: the
+    groups another client could take at once once it is idle."""
+    return Query(f.MESSAGES, f.queue_filter(queue, project, **{
+        f.STATE: f.READY, f.PIN: client, f.EXPIRES: {'$gt': now}}),
+        [(f.POSITION, 1)], 'zd_ready_pin')
+
+
 def page(queue, project, now, marker, states, client_uuid=None):
     """One listing page after ``marker``, in position order.
 
@@ -333,7 +341,7 @@ def sticky_clients(queue, project, idle_at=None):
                  'zd_sticky_until')
 
 
-ALL = (ready, page, due_now, any_live, delayed_due, claimed_due, expired,
+ALL = (ready, waiting_for, page, due_now, any_live, delayed_due, claimed_due, expired,
        live, in_state, grouped, heads, group_head, group_first, keepable,
        keepable_positions, too_old, beyond_length,
        group_members, next_group, stale_moves, moves_started, of_move,
