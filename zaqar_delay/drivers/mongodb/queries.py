@@ -341,9 +341,9 @@ def sticky_clients(queue, project, idle_at=None):
                  'zd_sticky_until')
 
 
-ALL = (ready, waiting_for, page, due_now, any_live, delayed_due, claimed_due, expired,
-       live, in_state, grouped, heads, group_head, group_first, keepable,
-       keepable_positions, too_old, beyond_length,
+ALL = (ready, waiting_for, page, due_now, any_live, delayed_due,
+       claimed_due, expired, live, in_state, grouped, heads, group_head,
+       group_first, keepable, keepable_positions, too_old, beyond_length,
        group_members, next_group, stale_moves, moves_started, of_move,
        ended_claims, of_claims, by_ids, given_up, pin_of, pins_of, pins,
        pinned_heads, sticky_client, sticky_clients)

@@ -39,9 +39,10 @@ LOG = logging.getLogger(__name__)
 OVERFETCH = 2
 # Dropped group members a claim on a grouped queue that found nothing
 # removes before it looks again (found in at most SWEEP_PAGES listing
-# pages): where they block group heads, a consumer would otherwise read
-# its empty answers as an empty queue.
+# pages of SWEEP_PAGE): where they block group heads, a consumer would
+# otherwise read its empty answers as an empty queue.
 EMPTY_SWEEP = 100
+SWEEP_PAGE = 1000
 SWEEP_PAGES = 10
 # A claim whose locks are not all won this long before its expiry gives its
 # messages back (a quarter of the claim ttl when that is shorter): another
@@ -123,13 +124,13 @@ class ClaimController(controller.ClaimController):
     @staticmethod
     def _sweep_empty(qs, keep, now):
         """A claim that found nothing on a grouped queue: remove dropped
-        group members that may block heads (retention.
-        sweep_dropped_members); True if any went. The claim holds nothing
+        group members that may block heads (retention.sweep_groups);
+        True if any went. The claim holds nothing
         then and its empty answer stands, so a Swift error here ends the
         sweep, not the claim."""
         try:
-            return swift_retention.sweep_dropped_members(
-                qs, keep, now, EMPTY_SWEEP, SWEEP_PAGES)
+            return swift_retention.sweep_groups(
+                qs, keep, now, EMPTY_SWEEP, SWEEP_PAGE, SWEEP_PAGES)
         except errors.BackendUnavailable:
             LOG.warning('Swift: an empty claim could not remove what '
                         'retention dropped; the cleanup will', exc_info=True)

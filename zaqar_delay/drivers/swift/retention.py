@@ -66,8 +66,6 @@ FOLD_AT = 1000
 FOLD_AGE_S = 300
 # Entries listed past ``length`` in the first page, for messages in flight.
 SLACK = 16
-# Entries per listing page a claim's sweep of dropped members reads.
-SWEEP_PAGE = 1000
 
 
 class Horizon:
@@ -276,36 +274,27 @@ def dropped(qs, keep, limit):
     return victims, len(page) == limit
 
 
-def sweep_groups(qs, keep, now, limit):
-    """Claims: remove the dropped group members among the ``limit``
-    oldest messages retention no longer keeps, so that a dropped head
-    never blocks its group; members beyond that wait for the next claim
-    or the cleanup daemon."""
-    victims = dropped(qs, keep, limit)[0]
-    victims = [f for f in victims if f['g'] and f['e'] > now]
-    if victims:
-        drop(qs, victims, now)
-
-
-def sweep_dropped_members(qs, keep, now, limit, pages):
-    """A claim that found nothing on a grouped queue: remove up to
-    ``limit`` of the oldest dropped group members, read from at most
-    ``pages`` listing pages of ``p/`` below the cut, expired ones
-    included (removed uncounted; ungrouped messages are the cleanup's:
-    they block nothing). True if any went."""
+def sweep_groups(qs, keep, now, limit, page=None, pages=1):
+    """Claims: remove up to ``limit`` of the oldest dropped group members
+    (expired ones included, uncounted), read from at most ``pages``
+    listing pages of ``page`` (default ``limit``) ``p/`` entries below the
+    cut, so that a dropped head does not block its group; ungrouped ones
+    are the cleanup's (they block nothing), as are members beyond that.
+    True if any went."""
     if not keep.cut:
         return False
+    page = page or limit
     victims, marker = [], None
     for _ in range(pages):
-        page = qs.store.listing(qs.c, 'p/', marker=marker,
-                                end_marker=names.position_obj(keep.cut),
-                                limit=SWEEP_PAGE)
-        victims += [f for f in map(names.position_fields, page)
+        listed = qs.store.listing(qs.c, 'p/', marker=marker,
+                                  end_marker=names.position_obj(keep.cut),
+                                  limit=page)
+        victims += [f for f in map(names.position_fields, listed)
                     if f is not None and f['g']
                     and f['id'] not in keep.in_flight]
-        if len(victims) >= limit or len(page) < SWEEP_PAGE:
+        if len(victims) >= limit or len(listed) < page:
             break
-        marker = page[-1]['name']
+        marker = listed[-1]['name']
     return bool(victims) and drop(qs, victims[:limit], now)[1]
 
 

@@ -623,6 +623,22 @@ end
 -- retention, true when n messages were looked at: there may be more).
 -- The oldest are read in growing chunks (each one removed leaves the next
 -- at the head), so a step that finds nothing to remove reads one message.
+-- Remove free message `id` at position `pos` if it is gone: 'expired'
+-- (dropped uncounted: TTL, not retention, removed it), 'retired' (below
+-- `below`, remove_below(), or past `time`: counted), or nil (kept).
+local function remove_if_gone(id, pos, below)
+  local f = redis.call('HMGET', mkey(id), 'cr', 'e')
+  if not f[2] or tonumber(f[2]) <= NOW then
+    drop(id)
+    return 'expired'
+  end
+  if (below and tonumber(pos) < below) or too_old(f[1]) then
+    retire(id)
+    return 'retired'
+  end
+  return nil
+end
+
 local function trim(n)
   if not retention_on() or n <= 0 then return 0, false end
   local below = remove_below()
@@ -632,16 +648,9 @@ local function trim(n)
                            'WITHSCORES')
     if #ids == 0 then break end
     for i = 1, #ids, 2 do
-      local id = ids[i]
-      local f = redis.call('HMGET', mkey(id), 'cr', 'e')
-      if not f[2] or tonumber(f[2]) <= NOW then
-        drop(id)
-      elseif (below and tonumber(ids[i + 1]) < below) or too_old(f[1]) then
-        retire(id)
-        removed = removed + 1
-      else
-        return removed, false
-      end
+      local gone = remove_if_gone(ids[i], ids[i + 1], below)
+      if not gone then return removed, false end
+      if gone == 'retired' then removed = removed + 1 end
       met = met + 1
     end
     chunk = chunk * 2
@@ -658,14 +667,8 @@ local function clear_group_front(group, n)
   local ids = redis.call('ZRANGE', gkey(group), 0, n - 1, 'WITHSCORES')
   local met = 0
   for i = 1, #ids, 2 do
-    local id = ids[i]
-    if not redis.call('ZSCORE', FREE, id) then break end
-    local f = redis.call('HMGET', mkey(id), 'cr', 'e')
-    if not f[2] or tonumber(f[2]) <= NOW then
-      drop(id)
-    elseif (below and tonumber(ids[i + 1]) < below) or too_old(f[1]) then
-      retire(id)
-    else
+    if not redis.call('ZSCORE', FREE, ids[i])
+        or not remove_if_gone(ids[i], ids[i + 1], below) then
       break
     end
     met = met + 1
@@ -685,21 +688,14 @@ local function clear_hidden_heads(from, n, mine)
   local met = 0
   for _, index in ipairs({AVAIL, mine}) do
     local heads = redis.call('ZRANGEBYSCORE', index, '-inf',
-                             '(' .. score(from), 'LIMIT', 0, n - met)
-    for _, id in ipairs(heads) do
-      local group = redis.call('HGET', mkey(id), 'g')
+                             '(' .. score(from), 'WITHSCORES',
+                             'LIMIT', 0, n - met)
+    for i = 1, #heads, 2 do
+      local group = redis.call('HGET', mkey(heads[i]), 'g')
       if group and group ~= '' then
         met = met + clear_group_front(group, n - met)
-      else
-        local f = redis.call('HMGET', mkey(id), 'cr', 'e', 'p')
-        local below = remove_below()
-        if not f[2] or tonumber(f[2]) <= NOW then
-          drop(id)
-          met = met + 1
-        elseif (below and tonumber(f[3]) < below) or too_old(f[1]) then
-          retire(id)
-          met = met + 1
-        end
+      elseif remove_if_gone(heads[i], heads[i + 1], remove_below()) then
+        met = met + 1
       end
       if met >= n then return met end
     end
