@@ -283,11 +283,9 @@ def main(argv=None):
                 *mongodb_pair(server.url, args.mongodb_uri), args)
         if 'swift' in chosen:
             args.round_trips = None
-            from benchmarks.e2e import process_cpu
             from localstack.swift_server import SwiftServer
             with SwiftServer(workers=args.swift_workers) as swift:
-                args.server_cpu = lambda: sum(
-                    process_cpu(pid) for pid in swift.server_pids())
+                args.server_cpu = swift.cpu_seconds
                 print('\n#### Swift: single node (1 replica, tempauth,',
                       args.swift_workers or 'one process, no',
                       'workers per server) on', swift.url,

@@ -259,6 +259,21 @@ class _Proc(object):
         self.log_path = log_path
 
 
+def _tree_cpu_seconds(pid):
+    """utime + stime of ``pid``, its reaped children (cutime + cstime) and
+    its live children; 0 for a process that ended meanwhile."""
+    try:
+        with open('/proc/%d/stat' % pid) as stat:
+            fields = stat.read().rsplit(')', 1)[1].split()
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+            children = [int(child) for child in f.read().split()]
+    except OSError:
+        return 0.0
+    ticks = sum(int(field) for field in fields[11:15])
+    return (ticks / os.sysconf('SC_CLK_TCK')
+            + sum(map(_tree_cpu_seconds, children)))
+
+
 _LIVE = set()  # servers started and not yet stopped (for atexit)
 
 
@@ -424,17 +439,13 @@ class SwiftServer(object):
         self.startup_seconds = time.monotonic() - t0
         return self
 
-    def server_pids(self):
-        """Pids of the running servers and memcached, with their worker
-        processes (``workers`` > 0), for reading their CPU time."""
-        pids = [p.popen.pid for p in self._procs if p.popen.poll() is None]
-        for pid in list(pids):
-            try:
-                with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
-                    pids += [int(child) for child in f.read().split()]
-            except OSError:
-                pass  # it ended meanwhile
-        return pids
+    def cpu_seconds(self):
+        """CPU seconds (user + system) the servers and memcached have used,
+        with their worker processes and the children they waited for: the
+        object-updater forks one per sweep, and it may end between two
+        reads."""
+        return sum(_tree_cpu_seconds(p.popen.pid) for p in self._procs
+                   if p.popen.poll() is None)
 
     def stop(self):
         """Terminate what we started (by PID / process group), remove dir."""

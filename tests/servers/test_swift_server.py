@@ -123,3 +123,32 @@ def test_expirer_removes_expired_objects_from_listing(swift):
         'long', 'short']
     swift.run_expirer_once()
     assert [o['name'] for o in conn.get_container(container)[1]] == ['long']
+
+
+def test_cpu_seconds_counts_children_that_ended_and_survives_them():
+    # The object-updater forks a child per sweep; the benchmark read a
+    # pid that ended between listing and reading and crashed. A parent
+    # that forks a CPU-burning child, waits for it, then sleeps: its
+    # count must include the child's CPU, and a pid gone reads as 0.
+    import subprocess
+    import sys
+
+    from localstack import swift_server
+    script = ('import os, time\n'
+              'pid = os.fork()\n'
+              'if pid == 0:\n'
+              '    end = time.process_time() + 0.3\n'
+              '    while time.process_time() < end: pass\n'
+              '    os._exit(0)\n'
+              'os.waitpid(pid, 0)\n'
+              'print("reaped", flush=True)\n'
+              'time.sleep(30)\n')
+    parent = subprocess.Popen([sys.executable, '-c', script],
+                              stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout.readline() == b'reaped\n'
+        assert swift_server._tree_cpu_seconds(parent.pid) >= 0.25
+    finally:
+        parent.kill()
+        parent.wait()
+    assert swift_server._tree_cpu_seconds(parent.pid) == 0.0
