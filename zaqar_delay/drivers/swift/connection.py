@@ -275,26 +275,31 @@ class Store:
                 '/{}/{}'.format(parse.quote(container, safe=''),
                                 parse.quote(n))
                 for n in names[start:start + BULK_LIMIT])
-            reply = {}
-            self.call('post_account',
-                      {'Content-Type': 'text/plain',
-                       'Accept': 'application/json'},
-                      query_string='bulk-delete', data=body.encode(),
-                      response_dict=reply)
+            _, reply = self.call('post_account',
+                                 {'Content-Type': 'text/plain',
+                                  'Accept': 'application/json'},
+                                 query_string='bulk-delete',
+                                 data=body.encode())
             self._check_bulk(reply)
 
-    def _check_bulk(self, reply):
-        raw = reply.get('response', None)
+    @staticmethod
+    def _check_bulk(reply):
+        """The bulk middleware answers 200 before it deletes anything and
+        reports each failure in the body: raise unless every name was
+        deleted, absent (404) or in conflict (409, a newer write). The
+        parsed reply otherwise."""
         try:
-            result = json.loads(raw.content) if raw is not None else {}
-        except ValueError:
+            result = json.loads(reply)
+        except (TypeError, ValueError):
             result = {}
         errors = [e for e in result.get('Errors', [])
                   if not str(e[1]).startswith(('404', '409'))]
-        if errors:
+        status = str(result.get('Response Status', ''))
+        if errors or not (status.startswith('2') or result.get('Errors')):
             raise zd_errors.BackendUnavailable(
-                backend='Swift',
-                reason='bulk delete failed: {}'.format(errors[:3]))
+                backend='Swift', reason='bulk delete failed: {} {}'.format(
+                    status or 'unreadable reply', errors[:3]))
+        return result
 
     def _has_bulk_delete(self):
         if self._bulk is None:

@@ -416,7 +416,8 @@ class MessageController(controller.MessageController):
             # active: others send no request for it. Before the removal,
             # so that the group's next head is filed for this client.
             pins.touch(qs, sticky.current_client(), now)
-        qs.remove([(message.id, message.pos, count, message.gk)], now)
+        qs.remove([(message.id, message.pos, count, message.gk)], now,
+                  held=[message.id] if holder else [])
 
     def _bulk_delete(self, queue, project, message_ids, claim_ids):
         if not message_ids:
@@ -434,7 +435,7 @@ class MessageController(controller.MessageController):
         if any(m.gk is not None for m, _, _ in targets):
             pins.touch(qs, sticky.current_client(), now)
         qs.remove([(m.id, m.pos, count, m.gk) for m, count, _ in targets],
-                  now)
+                  now, held=[m.id for m, _, holder in targets if holder])
 
     def _pop(self, queue, project, limit, policy):
         return self.driver.claim_controller.take(

@@ -120,11 +120,20 @@ class QueueState:
         message.expires = keep_until
         message.ttl = max(message.ttl, lifetime)
 
-    def remove(self, victims, now):
+    def remove(self, victims, now, held=()):
         """Delete messages: ``victims`` are (id, position, attempts, group
         key) with attempts None when the locks must be listed first. Each
         group that lost a member is advanced afterwards; the objects go in
-        victims' order, in bulk deletes of connection.BULK_LIMIT."""
+        victims' order, in bulk deletes of connection.BULK_LIMIT.
+
+        ``held``: ids whose latest attempt a live claim holds. That claim
+        deleted the filing it won, and the next attempt is filed only when
+        it ends, so their filings are not sent: a Swift DELETE of an
+        absent object still writes a tombstone and a container update. A
+        filing left anyway (a claimer that died before deleting it, an
+        expiry settled early by a node whose clock runs ahead) names a
+        missing message, and the claim that lists it drops it."""
+        held = set(held)
         victims = list(victims)
         missing = [v[0] for v in victims if v[2] is None]
         found = dict(zip(missing, self.store.parallel(
@@ -139,6 +148,8 @@ class QueueState:
             doomed += [names.position_obj(pos), names.message_obj(message_id)]
             doomed += [names.lock_obj(message_id, k)
                        for k in range(1, attempts + 1)]
+            if message_id in held:
+                continue
             doomed += [names.avail_obj(pos, message_id, k)
                        for k in range(1, attempts + 2)]
             if pinned.get(gk):
