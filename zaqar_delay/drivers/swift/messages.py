@@ -378,22 +378,35 @@ class MessageController(controller.MessageController):
         """(message, claim count, live claim id) of each live message.
         The messages and their locks are read in one parallel round with
         what the removal needs (the length cut, whether the queue has
-        consumers) and the claim records the caller names."""
+        consumers) and the claim records the caller names. The lock after
+        the one expected (the first when no claim is named, the second
+        otherwise) is asked for in that round too: the usual delete then
+        needs no second round to learn that no later attempt exists."""
         cache = {}
         count = len(message_ids)
+        probe = 2 if claim_ids else 1
         reads = ([functools.partial(qs.message, mid, now)
                   for mid in message_ids]
-                 + [functools.partial(qs.latest_lock, mid)
+                 + [functools.partial(qs.store.listing, qs.c,
+                                      names.lock_prefix(mid))
+                    for mid in message_ids]
+                 + [functools.partial(qs.store.head, qs.c,
+                                      names.lock_obj(mid, probe))
                     for mid in message_ids]
                  + [lambda: self._pin_cut(queue, project, qs, now),
                     qs.has_consumers]
                  + [functools.partial(qs.claim_record, cid, cache)
                     for cid in claim_ids])
         found = self._store.parallel(lambda read: read(), reads)
-        live = [(message, lock) for message, lock in zip(
-            found[:count], found[count:2 * count]) if message is not None]
+        live = [(mid, message, listed, probed) for mid, message, listed,
+                probed in zip(message_ids, found[:count],
+                              found[count:2 * count],
+                              found[2 * count:3 * count])
+                if message is not None]
         return self._store.parallel(
-            lambda pair: (pair[0],) + qs.holder(pair[1], now, cache), live)
+            lambda item: (item[1],) + qs.holder(
+                qs.latest_lock(item[0], item[2], (probe, item[3])), now,
+                cache), live)
 
     def _delete(self, queue, project, message_id, claim_id):
         now = self.driver.now_ms()

@@ -183,7 +183,7 @@ class QueueState:
 
     # -- claims ------------------------------------------------------------
 
-    def latest_lock(self, message_id):
+    def latest_lock(self, message_id, listed=None, probed=None):
         """(attempts won so far, claim id or pop/dead of the last one).
 
         The listing can lag behind a lock: an object server whose
@@ -193,17 +193,26 @@ class QueueState:
         the message (never redelivered) and its group re-file attempt 1
         forever. So the attempt after the newest listed one is asked for
         by name: attempts are won in order, the first missing one ends.
+
+        ``listed`` (the lock listing) and ``probed`` ((attempt, its HEAD))
+        are what a caller read already, in one round with its other reads:
+        when the probed attempt is the one to ask for, the lookup costs no
+        round trip of its own.
         """
+        if listed is None:
+            listed = self.store.listing(self.c, names.lock_prefix(message_id))
         best = (0, None)
-        for entry in self.store.listing(self.c,
-                                        names.lock_prefix(message_id)):
+        for entry in listed:
             attempt = names.parse_lock(entry['name'])[1]
             if attempt > best[0]:
                 best = (attempt, names.ct_params(
                     entry.get('content_type')).get('c'))
         while True:
-            found = self.store.head(self.c, names.lock_obj(message_id,
-                                                           best[0] + 1))
+            if probed is not None and probed[0] == best[0] + 1:
+                found = probed[1]
+            else:
+                found = self.store.head(self.c, names.lock_obj(
+                    message_id, best[0] + 1))
             if found is None:
                 return best
             best = (best[0] + 1, names.ct_params(
