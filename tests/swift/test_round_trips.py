@@ -118,3 +118,69 @@ def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(
                                            'put_object']
     assert requests.calls.count('head_object') == 10
     assert requests.calls.count('put_object') == 3 * 10
+
+
+def test_a_claim_reads_each_message_with_its_locks_read_back(
+        driver, make_queue, project, monkeypatch):
+    """After the settle wait, a claim's read-back of its lock (HEAD `l/`)
+    and the read of the message (GET `m/`) are in flight together: each
+    waits at a barrier for the other, so a claim that read the message
+    only after its lock came back would break the barrier and fail."""
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    store = driver.store
+    real_call = store.call
+    together = {('head_object', 'l/'), ('get_object', 'm/')}
+    barrier = threading.Barrier(len(together), timeout=10)
+    met = []
+
+    def call(method, *args, **kwargs):
+        kind = (method, (args[1] if len(args) > 1 else '')[:2])
+        if kind in together:
+            together.discard(kind)
+            barrier.wait()
+            met.append(kind)
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(store, 'call', call)
+    claim_id, got = claim(driver, queue, project)
+    monkeypatch.undo()
+    assert len(met) == 2
+    assert [m['body'] for m in got] == ['x']
+
+
+def test_a_claim_lists_its_first_page_while_it_settles(
+        driver, clock, make_queue, project, monkeypatch):
+    """On a queue whose retention needs no read, a claim lists claimable
+    entries (`a/`) in the round of settling's listings (`x/`, `d/`): the
+    three wait at a barrier for each other. Settling that moves entries
+    makes the claim list `a/` again: a delayed message due by now is
+    still handed out, by the same claim."""
+    queue = make_queue({'_retention': {'time': 3600},
+                        '_default_message_delay': 60})
+    post(driver, queue, project, 'ready', delay=0)
+    post(driver, queue, project, 'due', delay=1)
+    store = driver.store
+    real_call = store.call
+    together = {'x/', 'd/', 'a/'}
+    barrier = threading.Barrier(len(together), timeout=10)
+    met = []
+
+    def call(method, *args, **kwargs):
+        prefix = kwargs.get('prefix') if method == 'get_container' else None
+        if prefix in together:
+            together.discard(prefix)
+            barrier.wait()
+            met.append(prefix)
+        return real_call(method, *args, **kwargs)
+
+    claim_id, got = claim(driver, queue, project, limit=1)
+    assert [m['body'] for m in got] == ['ready']
+    monkeypatch.setattr(store, 'call', call)
+    claim_id, got = claim(driver, queue, project, limit=1)
+    monkeypatch.undo()
+    assert sorted(met) == ['a/', 'd/', 'x/']
+    assert [m['body'] for m in got] == []
+    clock.advance(2)
+    claim_id, got = claim(driver, queue, project, limit=1)
+    assert [m['body'] for m in got] == ['due']

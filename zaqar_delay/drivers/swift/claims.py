@@ -18,6 +18,7 @@ On a sticky queue a claim also lists its own client's pinned heads
 takes (pins.py).
 """
 
+import functools
 import json
 import uuid
 
@@ -65,14 +66,24 @@ class ClaimController(controller.ClaimController):
         now = self.driver.now_ms()
         qs = self.driver.queue_state(queue, project)
         pins.before_claim(qs, policy, now)
-        qs.settle(now)
+        prefixes, ordered = pins.claim_prefixes(policy)
         # Messages retention dropped sort before the cut: never listed.
-        keep = swift_retention.horizon(qs, policy.retention, now)
+        # A cut that needs no read is known before settling, and then,
+        # unless dropped group members are swept first, the first page
+        # is listed in settling's round, used if settling moved nothing.
+        keep = (swift_retention.horizon(qs, policy.retention, now)
+                if swift_retention.reads_nothing(policy.retention) else None)
+        early = keep is not None and not (policy.group_key and keep.cut)
+        starts = None if keep is None else self._starts(keep, prefixes)
+        moved, pages = qs.settle(now, [functools.partial(
+            self._store.listing, qs.c, prefix, marker=starts[prefix],
+            limit=limit * OVERFETCH) for prefix in prefixes] if early else [])
+        listed = dict(zip(prefixes, pages)) if early and not moved else None
+        if keep is None:
+            keep = swift_retention.horizon(qs, policy.retention, now)
+            starts = self._starts(keep, prefixes)
         if policy.group_key:
             swift_retention.sweep_groups(qs, keep, now, limit)
-        prefixes, ordered = pins.claim_prefixes(policy)
-        starts = {prefix: keep.cut and prefix != 'A/' and prefix
-                  + names.pos(keep.cut) or None for prefix in prefixes}
         claim_id = str(uuid.uuid4())
         record = {'t': ttl, 'g': grace, 'e': now + ttl * 1000,
                   'rd': policy.redelivery_delay, 'm': []}
@@ -86,7 +97,9 @@ class ClaimController(controller.ClaimController):
                     break
                 swept, markers, exhausted = True, dict(starts), set()
             page = self._page(qs, markers, exhausted,
-                              (limit - len(won)) * OVERFETCH, ordered)
+                              (limit - len(won)) * OVERFETCH, ordered,
+                              listed)
+            listed = None
             fresh = []
             for e in page:
                 pos = names.parse_entry(e['name'])[0]
@@ -136,13 +149,21 @@ class ClaimController(controller.ClaimController):
                         'retention dropped; the cleanup will', exc_info=True)
             return False
 
-    def _page(self, qs, markers, exhausted, wanted, ordered):
+    @staticmethod
+    def _starts(keep, prefixes):
+        """Where a claim starts listing each index: past retention's cut
+        (the pinned heads of every client, A/, are listed whole)."""
+        return {prefix: keep.cut and prefix != 'A/' and prefix
+                + names.pos(keep.cut) or None for prefix in prefixes}
+
+    def _page(self, qs, markers, exhausted, wanted, ordered, listed=None):
         """The next entries of the indexes a claim reads (pins.
         claim_prefixes), merged by position: where two are listed, only
         up to the lower of their last positions when both pages are
-        full, so an entry listed later never sorts before one taken."""
+        full, so an entry listed later never sorts before one taken.
+        ``listed``: those pages, read already."""
         live = [prefix for prefix in markers if prefix not in exhausted]
-        pages = dict(zip(live, self._store.parallel(
+        pages = listed or dict(zip(live, self._store.parallel(
             lambda prefix: self._store.listing(
                 qs.c, prefix, marker=markers[prefix], limit=wanted), live)))
         bound = None
@@ -228,17 +249,30 @@ class ClaimController(controller.ClaimController):
     def _attempts(self, qs, now, chunk, kinds, op):
         """Win attempt ``entry`` of each message of ``chunk``: its
         message, or None. Every lock is proposed before any is read back,
-        so the chunk waits ``create_settle_time`` once. A pop's lock names
-        the pop (``op``), whose outcome decides."""
+        so the chunk waits ``create_settle_time`` once, and each message is
+        read with its lock's read-back, in the same round. A pop's lock
+        names the pop (``op``), whose outcome decides."""
         tokens = self._store.parallel(
             lambda item: self._propose(qs, now, *item, op=op),
             list(zip(chunk, kinds)))
         if any(proposed and proposed[1] for proposed in tokens):
             self._store.settle_wait()
-        return self._store.parallel(
-            lambda item: item[1] and self._confirm(qs, now, item[0],
-                                                   item[1][0]),
-            list(zip(chunk, tokens)))
+        proposed = [(entry, token[0]) for entry, token in zip(chunk, tokens)
+                    if token]
+        reads = ([functools.partial(self._store.confirm, qs.c,
+                                    names.lock_obj(entry[1], entry[2]),
+                                    token) for entry, token in proposed]
+                 + [functools.partial(qs.lookup, entry[1], now)
+                    for entry, _ in proposed])
+        found = self._store.parallel(lambda read: read(), reads)
+        count = len(proposed)
+        checks = [(entry, won, looked_up) for (entry, _), won, looked_up
+                  in zip(proposed, found[:count], found[count:])]
+        kept = self._store.parallel(
+            lambda check: self._confirmed(qs, now, *check), checks)
+        outcome = {check[0][5]: message
+                   for check, message in zip(checks, kept)}
+        return [outcome.get(entry[5]) for entry in chunk]
 
     def _propose(self, qs, now, entry, kind, op):
         """(owner token, True if written) of this entry's lock, or None
@@ -266,15 +300,18 @@ class ClaimController(controller.ClaimController):
             qs.c, names.lock_obj(message_id, attempt), token,
             content_type=lock_type)
 
-    def _confirm(self, qs, now, entry, token):
+    def _confirmed(self, qs, now, entry, won, looked_up):
+        """The message of ``entry`` if its lock is ours (``won``) and the
+        message (``looked_up``: ``qs.lookup``) is live at its position;
+        else None, its stale entries dropped."""
         pos, message_id, attempt, gk = entry[:4]
         lock = names.lock_obj(message_id, attempt)
         avail = entry[5]
-        if not self._store.confirm(qs.c, lock, token):
+        if not won:
             # A rival won this attempt; drop the stale entry.
             self._store.delete(qs.c, avail)
             return None
-        message, missing = qs.lookup(message_id, now)
+        message, missing = looked_up
         if message is None or message.pos != pos:
             self._store.delete_many(qs.c, [lock, avail])
             if missing and gk is not None:

@@ -152,6 +152,12 @@ def horizon_of(qs, entries, retention, now, members, stored=None):
     return keep
 
 
+def reads_nothing(retention):
+    """True when ``horizon`` sends no request for ``retention`` (no
+    ``length``, no read-by-all cut): its cut follows from the clock."""
+    return not (retention.kept_length or reads_all(retention))
+
+
 def reads_all(retention):
     """True when the queue has ``consumers_required``: its read-by-all
     cut applies, and so does the floor earlier cuts stored, even while

@@ -8,6 +8,7 @@ that finds an index entry whose message is gone removes the entry.
 Removing a grouped message advances its group (groups.py).
 """
 
+import functools
 import json
 
 from zaqar_delay import controller
@@ -303,19 +304,25 @@ class QueueState:
 
     # -- settling ----------------------------------------------------------
 
-    def settle(self, now):
-        """Redeliver expired claims, then promote due delayed entries."""
+    def settle(self, now, along=()):
+        """Redeliver expired claims, then promote due delayed entries.
+
+        ``along``: reads sent in the round of settling's own listings.
+        Returns whether settling had anything to move (what those reads
+        saw of it is stale then) and their results."""
         end = names.ms(now + 1)
-        hints, delayed = self.store.parallel(
-            lambda prefix: self.store.listing(
-                self.c, prefix, end_marker=prefix + end, limit=SETTLE_BATCH),
-            ['x/', 'd/'])
+        found = self.store.parallel(lambda read: read(), [
+            functools.partial(self.store.listing, self.c, prefix,
+                              end_marker=prefix + end, limit=SETTLE_BATCH)
+            for prefix in ('x/', 'd/')] + list(along))
+        hints, delayed = found[:2]
         if hints:
             self.store.parallel(lambda e: self._expire(e['name'], now),
                                 hints)
         if delayed:
             self.store.parallel(lambda e: self._promote(e, now), delayed)
             self.store.delete_many(self.c, [e['name'] for e in delayed])
+        return bool(hints or delayed), found[2:]
 
     def _promote(self, entry, now):
         """File a due ``d/`` entry under ``a/``; one filed for a sticky
