@@ -325,3 +325,63 @@ def test_a_stale_entry_of_a_removed_group_member_does_not_block_it(
     got = [bodies(claim(driver, queue, project)[1]) for _ in range(2)]
     assert [{'g': 'x', 'n': 2}] in got
     assert stale not in objects(driver, queue, project, 'a/')
+
+
+def test_a_delete_whose_bulk_delete_failed_midway_is_finished_by_its_retry(
+        driver, make_queue, project, monkeypatch):
+    # Swift's bulk delete fails object by object: here it removed the
+    # message's position and lock but not the message itself, and the
+    # call answered 503. The client's retry (same claim) must finish the
+    # removal, not be told the message is not claimed.
+    from zaqar_delay import errors
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project)
+    store = driver.store
+    real = store.delete_many
+
+    def partly(container, doomed):
+        doomed = list(doomed)
+        real(container, [n for n in doomed if not n.startswith('m/')])
+        raise errors.BackendUnavailable(backend='Swift',
+                                        reason='bulk delete failed: m/')
+
+    monkeypatch.setattr(store, 'delete_many', partly)
+    with pytest.raises(errors.BackendUnavailable):
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=claim_id)
+    monkeypatch.undo()
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    assert list(driver.message_controller.bulk_get(
+        queue, [got[0]['id']], project=project)) == []
+    assert claim(driver, queue, project) == (None, [])
+
+
+def test_a_claim_whose_filings_could_not_be_deleted_still_hands_out(
+        driver, make_queue, project, monkeypatch):
+    # The claim won its locks; deleting the filings it won failed in
+    # Swift. Those entries only cost the next claim a request: the claim
+    # hands its messages out, the next claim finds nothing, and the
+    # claimer's delete works.
+    from zaqar_delay import errors
+    queue = make_queue()
+    post(driver, queue, project, 'x', 'y')
+    store = driver.store
+    real = store.delete_many
+
+    def failing(container, doomed):
+        doomed = list(doomed)
+        if doomed and all(n.startswith('a/') for n in doomed):
+            raise errors.BackendUnavailable(backend='Swift', reason='503')
+        return real(container, doomed)
+
+    monkeypatch.setattr(store, 'delete_many', failing)
+    claim_id, got = claim(driver, queue, project)
+    monkeypatch.undo()
+    assert bodies(got) == ['x', 'y']
+    assert claim(driver, queue, project) == (None, [])
+    for message in got:
+        driver.message_controller.delete(queue, message['id'],
+                                         project=project, claim=claim_id)
+    assert stats(driver, queue, project)['total'] == 0

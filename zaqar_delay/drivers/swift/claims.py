@@ -131,8 +131,19 @@ class ClaimController(controller.ClaimController):
             self._store.delete_many(qs.c, [
                 names.claim_obj(claim_id),
                 names.expiry_obj(record['e'], claim_id)])
-        self._store.delete_many(qs.c, [entry[5] for entry, _ in won])
+        self._tidy(qs, [entry[5] for entry, _ in won])
         return claim_id, self._finish(qs, now, claim_id, won, keep_until)
+
+    def _tidy(self, qs, stale):
+        """Delete entries that only cost readers a request (the filings of
+        won attempts, a lock of a message gone): a claim that won its
+        messages hands them out even if Swift fails to delete these, and
+        the next claim that meets one drops it."""
+        try:
+            self._store.delete_many(qs.c, stale)
+        except errors.BackendUnavailable as exc:
+            LOG.warning('Swift: %d stale entries of %s left for the next '
+                        'claim (%s)', len(stale), qs.c, exc)
 
     @staticmethod
     def _sweep_empty(qs, keep, now):
@@ -313,7 +324,7 @@ class ClaimController(controller.ClaimController):
             return None
         message, missing = looked_up
         if message is None or message.pos != pos:
-            self._store.delete_many(qs.c, [lock, avail])
+            self._tidy(qs, [lock, avail])
             if missing and gk is not None:
                 # Its removal died midway: finish it, advance the group.
                 qs.remove([(message_id, pos, attempt, gk)], now)

@@ -403,10 +403,31 @@ class MessageController(controller.MessageController):
                               found[count:2 * count],
                               found[2 * count:3 * count])
                 if message is not None]
-        return self._store.parallel(
-            lambda item: (item[1],) + qs.holder(
-                qs.latest_lock(item[0], item[2], (probe, item[3])), now,
-                cache), live)
+
+        def target(item):
+            message_id, message, listed, probed = item
+            count, holder = qs.holder(qs.latest_lock(
+                message_id, listed, (probe, probed)), now, cache)
+            return message, count, holder or self._remover(
+                message_id, count, claim_ids, cache, now)
+
+        return self._store.parallel(target, live)
+
+    @staticmethod
+    def _remover(message_id, count, claim_ids, cache, now):
+        """A named live claim whose record has it win a later attempt of
+        ``message_id`` than the locks left show: that claim's delete was
+        cut short after its lock went (a bulk delete fails object by
+        object), and its retry finishes the removal. Attempts are won in
+        order and a claim's id reaches its client only after its locks
+        are won, so no other claim matches."""
+        for claim_id in claim_ids:
+            record = cache.get(claim_id)
+            if record is not None and record['e'] > now and any(
+                    member[0] == message_id and member[2] > count
+                    for member in record['m']):
+                return claim_id
+        return None
 
     def _delete(self, queue, project, message_id, claim_id):
         now = self.driver.now_ms()
