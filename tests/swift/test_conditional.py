@@ -2,9 +2,13 @@
 
 import threading
 
+import pytest
+
 from tests.contract.helpers import CLIENT, bodies, claim, listed, post
+from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import posts
 
 
 def test_racing_creators_of_one_object_have_one_winner(driver, project):
@@ -88,3 +92,61 @@ def test_claimers_in_threads_never_share_a_message(driver, make_queue,
     for thread in threads:
         thread.join()
     assert len(got) == len(set(got)) == 20
+
+
+def taking_a_position_first(driver, monkeypatch, times):
+    """On each of its first ``times`` attempts, a post finds the second
+    position it picked taken by another node (after its listing)."""
+    real, picked = posts.first_free, []
+
+    def racing(qs, now):
+        base = real(qs, now)
+        if len(picked) < times:
+            driver.store.put(qs.c, names.position_obj(base + 1))
+        picked.append(base)
+        return base
+
+    monkeypatch.setattr(posts, 'first_free', racing)
+    return picked
+
+
+def test_a_post_that_loses_a_position_writes_its_messages_again(
+        driver, make_queue, project, monkeypatch):
+    """The post wrote its messages at the positions it first picked
+    (while they settled); moved to new ones, it writes them again there,
+    so each is read by id at the position it is listed at, in posting
+    order, and the positions it gave back are gone."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    post(driver, queue, project, 'warm-up')
+    picked = taking_a_position_first(driver, monkeypatch, times=1)
+    ids = post(driver, queue, project, 'a', 'b', 'c')
+    monkeypatch.undo()
+    assert len(picked) == 2 and picked[1] > picked[0] + 1
+    listing = listed(driver, queue, project)
+    assert bodies(listing) == ['warm-up', 'a', 'b', 'c']
+    assert [m.position for m in listing][1:] == [picked[1] + n
+                                                 for n in range(3)]
+    messages = driver.message_controller
+    assert [messages.get(queue, mid, project=project).position
+            for mid in ids] == [picked[1] + n for n in range(3)]
+    # The warm-up's, the other node's and this post's.
+    assert len(driver.store.listing_all(qs.c, 'p/')) == 1 + 1 + 3
+    assert messages.stats(queue, project)['messages']['total'] == 4
+
+
+def test_a_post_that_finds_no_free_positions_leaves_no_message(
+        driver, make_queue, project, monkeypatch):
+    """Every attempt loses a position: the post fails, and deletes the
+    messages it wrote meanwhile (with no position left, gc would never
+    find them as drafts)."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    post(driver, queue, project, 'warm-up')
+    taking_a_position_first(driver, monkeypatch,
+                            times=posts.POSITION_ATTEMPTS)
+    with pytest.raises(errors.BackendUnavailable):
+        post(driver, queue, project, 'a', 'b')
+    monkeypatch.undo()
+    assert len(driver.store.listing_all(qs.c, 'm/')) == 1
+    assert bodies(listed(driver, queue, project)) == ['warm-up']

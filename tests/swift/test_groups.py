@@ -14,6 +14,7 @@ from zaqar_delay import retention
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import posts
 
 GROUPED = {'_message_group_key': 'g'}
 ODD_IDS = ['$where', 'a/b', '../x', 'zd:m:p:q', ':', '%2F', '\u2603',
@@ -115,15 +116,8 @@ def test_a_late_member_waits_for_the_one_in_flight(
     first = post(driver, queue, project, {'g': 'a', 'n': 'early'})[0]
     claim_id, _ = claim(driver, queue, project)
     early_pos = messages.get(queue, first, project=project).position
-    real = messages._allocate
-
-    def behind(qs, stored, now):
-        real(qs, stored, now)
-        driver.store.delete(qs.c, names.position_obj(stored[0].pos))
-        stored[0].pos = early_pos - 1
-        messages._take_positions(qs, stored[:1])
-
-    monkeypatch.setattr(messages, '_allocate', behind)
+    monkeypatch.setattr(posts, 'first_free',
+                        lambda qs, now: early_pos - 1)
     late = post(driver, queue, project, {'g': 'a', 'n': 'late'})[0]
     monkeypatch.undo()
     assert claim(driver, queue, project) == (None, [])

@@ -3,7 +3,7 @@
 
 import threading
 
-from tests.contract.helpers import claim, post
+from tests.contract.helpers import claim, listed, post
 from tests.swift.requests import Requests
 from zaqar_delay.drivers.swift import names
 
@@ -16,9 +16,9 @@ def count_settle_waits(driver, monkeypatch):
     waits = []
     real = driver.store.settle_wait
 
-    def settle_wait():
+    def settle_wait(meanwhile=None):
         waits.append(1)
-        real()
+        real(meanwhile)
 
     monkeypatch.setattr(driver.store, 'settle_wait', settle_wait)
     return waits
@@ -120,33 +120,66 @@ def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(
     assert requests.calls.count('put_object') == 3 * 10
 
 
-def test_a_claim_reads_each_message_with_its_locks_read_back(
-        driver, make_queue, project, monkeypatch):
-    """After the settle wait, a claim's read-back of its lock (HEAD `l/`)
-    and the read of the message (GET `m/`) are in flight together: each
-    waits at a barrier for the other, so a claim that read the message
-    only after its lock came back would break the barrier and fail."""
-    queue = make_queue()
-    post(driver, queue, project, 'x')
+def requests_by_wait(driver, monkeypatch):
+    """(method, first two characters of the object name, True if sent
+    during a settle wait) of each object request the driver sends."""
     store = driver.store
-    real_call = store.call
-    together = {('head_object', 'l/'), ('get_object', 'm/')}
-    barrier = threading.Barrier(len(together), timeout=10)
-    met = []
+    real_call, real_wait = store.call, store.settle_wait
+    sent, waiting = [], []
 
     def call(method, *args, **kwargs):
-        kind = (method, (args[1] if len(args) > 1 else '')[:2])
-        if kind in together:
-            together.discard(kind)
-            barrier.wait()
-            met.append(kind)
+        if method.endswith('_object'):
+            sent.append((method, args[1][:2], bool(waiting)))
         return real_call(method, *args, **kwargs)
 
+    def settle_wait(meanwhile=None):
+        waiting.append(1)
+        try:
+            real_wait(meanwhile)
+        finally:
+            waiting.pop()
+
     monkeypatch.setattr(store, 'call', call)
-    claim_id, got = claim(driver, queue, project)
+    monkeypatch.setattr(store, 'settle_wait', settle_wait)
+    return sent
+
+
+def test_a_post_writes_its_messages_while_its_positions_settle(
+        driver, make_queue, project, monkeypatch):
+    """Every `m/` PUT of a post is sent during the one settle wait of its
+    positions; the read-backs (HEAD `p/`) and filings (PUT `a/`) after
+    it. A post that wrote its messages after the read-backs, as it did
+    before, fails here."""
+    queue = make_queue()
+    post(driver, queue, project, 'warm-up')
+    sent = requests_by_wait(driver, monkeypatch)
+    ids = post(driver, queue, project, *range(WIDE))
     monkeypatch.undo()
-    assert len(met) == 2
-    assert [m['body'] for m in got] == ['x']
+    assert sorted(set(sent)) == [('head_object', 'p/', False),
+                                 ('put_object', 'a/', False),
+                                 ('put_object', 'm/', True),
+                                 ('put_object', 'p/', False)], sent
+    assert sent.count(('put_object', 'm/', True)) == WIDE
+    assert [m['id'] for m in listed(driver, queue, project)][1:] == ids
+
+
+def test_a_claim_reads_its_messages_while_its_locks_settle(
+        driver, make_queue, project, monkeypatch):
+    """Every message read (GET `m/`) of a claim is sent during the settle
+    wait of its locks, the read-backs (HEAD `l/`) after it; a claim that
+    read its messages with or after the read-backs fails here."""
+    queue = make_queue()
+    post(driver, queue, project, *range(WIDE))
+    sent = requests_by_wait(driver, monkeypatch)
+    _, got = claim(driver, queue, project, limit=WIDE)
+    monkeypatch.undo()
+    assert [m['body'] for m in got] == list(range(WIDE))
+    reads = [wait for method, prefix, wait in sent
+             if (method, prefix) == ('get_object', 'm/')]
+    read_backs = [wait for method, prefix, wait in sent
+                  if (method, prefix) == ('head_object', 'l/')]
+    assert reads == [True] * WIDE, sent
+    assert read_backs == [False] * WIDE, sent
 
 
 def test_a_claim_lists_its_first_page_while_it_settles(

@@ -260,25 +260,34 @@ class ClaimController(controller.ClaimController):
     def _attempts(self, qs, now, chunk, kinds, op):
         """Win attempt ``entry`` of each message of ``chunk``: its
         message, or None. Every lock is proposed before any is read back,
-        so the chunk waits ``create_settle_time`` once, and each message is
-        read with its lock's read-back, in the same round. A pop's lock
-        names the pop (``op``), whose outcome decides."""
+        so the chunk waits ``create_settle_time`` once, and the messages
+        are read during that wait. A pop's lock names the pop (``op``),
+        whose outcome decides."""
         tokens = self._store.parallel(
             lambda item: self._propose(qs, now, *item, op=op),
             list(zip(chunk, kinds)))
-        if any(proposed and proposed[1] for proposed in tokens):
-            self._store.settle_wait()
         proposed = [(entry, token[0]) for entry, token in zip(chunk, tokens)
                     if token]
-        reads = ([functools.partial(self._store.confirm, qs.c,
-                                    names.lock_obj(entry[1], entry[2]),
-                                    token) for entry, token in proposed]
-                 + [functools.partial(qs.lookup, entry[1], now)
-                    for entry, _ in proposed])
-        found = self._store.parallel(lambda read: read(), reads)
-        count = len(proposed)
-        checks = [(entry, won, looked_up) for (entry, _), won, looked_up
-                  in zip(proposed, found[:count], found[count:])]
+        looked_up = []
+
+        def look_up():
+            # A filed message's record never changes, and who holds it
+            # is the read-back's to tell, so it is read while Swift
+            # would otherwise idle (as it was read beside the read-back).
+            looked_up.extend(self._store.parallel(
+                lambda entry: qs.lookup(entry[1], now),
+                [entry for entry, _ in proposed]))
+
+        if any(token and token[1] for token in tokens):
+            self._store.settle_wait(look_up)
+        else:
+            look_up()
+        won = self._store.parallel(
+            lambda pair: self._store.confirm(
+                qs.c, names.lock_obj(pair[0][1], pair[0][2]), pair[1]),
+            proposed)
+        checks = [(entry, ours, message) for (entry, _), ours, message
+                  in zip(proposed, won, looked_up)]
         kept = self._store.parallel(
             lambda check: self._confirmed(qs, now, *check), checks)
         outcome = {check[0][5]: message

@@ -204,17 +204,20 @@ class Store:
             self.settle_wait()
         return self.confirm(container, name, token)
 
-    def create_many(self, container, items):
+    def create_many(self, container, items, meanwhile=None):
         """``create`` of each (name, kwargs) item, all PUTs first and then
         all read-backs, so the call waits ``create_settle_time`` once, not
-        once per wave of max_parallel_requests. True for each one won."""
+        once per wave of max_parallel_requests; ``meanwhile`` as for
+        ``settle_wait``. True for each one won."""
         tokens = [uuid.uuid4().hex for _ in items]
         wrote = self.parallel(
             lambda pair: self.propose(container, pair[0][0], pair[1],
                                       **pair[0][1]),
             list(zip(items, tokens)))
         if any(wrote):
-            self.settle_wait()
+            self.settle_wait(meanwhile)
+        elif meanwhile is not None:
+            meanwhile()
         return self.parallel(
             lambda pair: self.confirm(container, pair[0][0], pair[1]),
             list(zip(items, tokens)))
@@ -228,10 +231,18 @@ class Store:
         return self.put(container, name, body, content_type, headers,
                         exclusive=True, container_meta=container_meta)
 
-    def settle_wait(self):
+    def settle_wait(self, meanwhile=None):
         """Let PUTs that overlapped a proposal land before its read-back
-        (``create``): after this, the object holds the last of them."""
-        time.sleep(self.conf.create_settle_time)
+        (``create``): after this, the object holds the last of them.
+
+        ``meanwhile``: requests whose outcome does not depend on the
+        read-back, run during the wait instead of after it (Swift is idle
+        while we wait); only what they leave of the wait is slept."""
+        started = time.monotonic()
+        if meanwhile is not None:
+            meanwhile()
+        time.sleep(max(0.0, self.conf.create_settle_time
+                       - (time.monotonic() - started)))
 
     def confirm(self, container, name, token):
         """The second half of ``create``, after ``settle_wait``: True if

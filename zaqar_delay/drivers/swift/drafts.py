@@ -9,7 +9,10 @@ from its filing on, and keeps one of ``a/``, ``d/``, ``g/`` or ``l/``
 draft: a ``p/`` and perhaps an ``m/`` that no claim can find. Readers
 and stats ignore drafts; gc removes those older than DRAFT_AGE_S, at most
 SETTLE_BATCH per queue and pass. The post was not acknowledged, so a
-draft is nothing a client was promised.
+draft is nothing a client was promised. (A post that dies after giving
+back positions it lost to another node leaves ``m/`` objects with no
+``p/``, which gc cannot see: Swift removes them at their expiry; see
+posts.py.)
 
 A message moves ``d/`` -> ``a/`` -> ``l/`` (settling, claiming), and each
 step writes the new entry before deleting the old one; the indexes are

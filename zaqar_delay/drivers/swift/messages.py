@@ -1,20 +1,12 @@
-"""Messages on Swift (layout and fields: names.py).
-
-Posting allocates positions with conditional PUTs (``If-None-Match: *`` on
-``p/<position>``), so two API nodes never share a position, and stores each
-message under its id with another conditional PUT, so a retried post or a
-repeated dead-letter copy never duplicates a message.
-"""
+"""Messages on Swift (layout and fields: names.py; storing a post's
+messages: posts.py)."""
 
 import functools
 import itertools
-import json
-import random
 
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
-from zaqar_delay import errors
 from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import drafts
@@ -22,14 +14,10 @@ from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import pins
+from zaqar_delay.drivers.swift import posts
 from zaqar_delay.drivers.swift import retention as swift_retention
 from zaqar_delay.drivers.swift import scan
 from zaqar_delay.drivers.swift import state as swift_state
-
-# A position is created ms * POS_PER_MS + n: positions follow the clock
-# between nodes and never go back behind the last one listed.
-POS_PER_MS = names.POS_PER_MS
-POSITION_ATTEMPTS = 5
 
 
 class MessageController(controller.MessageController):
@@ -68,97 +56,13 @@ class MessageController(controller.MessageController):
             'e': now - m.age_ms + m.ttl * 1000,
             'd': now - m.age_ms + m.delay * 1000, 'u': client_uuid,
             'p': None, 'g': m.group, 'cs': m.checksum}) for m in messages]
-        self._allocate(qs, stored, now)
-
-        def store_one(message):
-            if copies and self._store.head(
-                    qs.c, names.received_obj(message.id)) is not None:
-                # Copied here before: still here (filed again below, in
-                # case that copy was cut short), or consumed (skipped).
-                created = False
-            else:
-                created = self._store.put(
-                    qs.c, names.message_obj(message.id),
-                    json.dumps(self._record(message),
-                               ensure_ascii=False).encode(),
-                    content_type='application/json',
-                    headers=dict(qs.delete_at(message.expires),
-                                 **{swift_state.META_E: message.expires}),
-                    exclusive=True)
-            if not created and not self._adopt(qs, message, copies):
-                self._store.delete(qs.c, names.position_obj(message.pos))
-                return False
-            if copies:
-                # Before it can be claimed, so before it can be deleted.
-                self._store.put(qs.c, names.received_obj(message.id),
-                                headers=qs.delete_at(
-                                    message.expires
-                                    + names.RECEIVED_MEMORY_S * 1000))
-            if message.group is None:
-                qs.make_available(message.pos, message.id, 1, message.due,
-                                  now, client=message.client)
-            return True
-
-        done = self._store.parallel(store_one, stored)
-        groups.join(qs, [m for m, ok in zip(stored, done)
-                         if ok and m.group is not None], now)
-
-    def _allocate(self, qs, stored, now):
-        """Give each message a free position, in posting order, each one
-        taken with If-None-Match so no other node can take it too."""
-        for _ in range(POSITION_ATTEMPTS):
-            last = self._store.listing(qs.c, 'p/', limit=1, reverse=True)
-            base = max(now * POS_PER_MS + random.randrange(POS_PER_MS // 2),
-                       int(last[0]['name'][2:]) + 1 if last else 0)
-            for offset, message in enumerate(stored):
-                message.pos = base + offset
-            won = self._take_positions(qs, stored)
-            if all(won):
-                return
-            # Someone posted into our range: give ours back, list again.
-            self._store.delete_many(qs.c, [
-                names.position_obj(m.pos) for m, ok in zip(stored, won)
-                if ok])
-        raise errors.BackendUnavailable(
-            backend='Swift',
-            reason='could not allocate message positions in {}'.format(qs.c))
-
-    def _take_positions(self, qs, stored):
-        return self._store.create_many(qs.c, [
-            (names.position_obj(m.pos), dict(
-                content_type=swift_state.position_type(m),
-                headers=qs.delete_at(m.expires), container_meta=qs.meta))
-            for m in stored])
-
-    @staticmethod
-    def _record(message):
-        record = {'b': message.body, 't': message.ttl,
-                  'cr': message.created, 'e': message.expires,
-                  'd': message.due, 'u': message.client,
-                  'p': message.pos, 'g': message.group}
-        if message.checksum:
-            record['cs'] = message.checksum
-        return record
-
-    def _adopt(self, qs, message, copies):
-        """The id is stored already: True if it is ours (a retried PUT)
-        or, for a copy, if it is still here (a copy cut short before its
-        filing, or one that made it): then ``message`` takes its position
-        and fields and is filed again, under the same names, so filing
-        twice is harmless. False if it must be skipped."""
-        found = self._store.get_json(qs.c, names.message_obj(message.id))
-        if found is None:
-            return False
-        record = found[1]
-        if record['p'] == message.pos:
-            return True
-        if not copies:
-            return False
-        # Give our position back; the stored one is where it belongs.
-        self._store.delete(qs.c, names.position_obj(message.pos))
-        message.pos, message.due, message.group = (record['p'], record['d'],
-                                                   record.get('g'))
-        return True
+        kept = [m for m, ok in zip(
+            stored, posts.store(qs, stored, now, copies)) if ok]
+        self._store.parallel(
+            lambda m: qs.make_available(m.pos, m.id, 1, m.due, now,
+                                        client=m.client),
+            [m for m in kept if m.group is None])
+        groups.join(qs, [m for m in kept if m.group is not None], now)
 
     # -- reads -------------------------------------------------------------
 
