@@ -83,10 +83,13 @@ class ClaimController(controller.ClaimController):
         taken, live = self._hand_out(queue, project, now, claim_id,
                                      expires, grace, limit, policy, kept,
                                      client)
-        if taken and not (live or self._still_live(claim_id)):
+        if taken and mode == 'claim' and not (
+                live or self._still_live(claim_id)):
             # A settle ended this claim while it was being built (its ttl
             # ran out meanwhile): nothing else will walk its messages, so
-            # they go back now and the caller gets nothing.
+            # they go back now and the caller gets nothing. A pop needs no
+            # such read: its delete names its claim, and removes nothing
+            # that claim no longer holds (_delete_popped).
             state.give_back(self.driver, queue, project, [claim_id])
             self._claims.delete_one({'_id': claim_id})
             return claim_id, []
