@@ -121,15 +121,17 @@ def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(
 
 
 def requests_by_wait(driver, monkeypatch):
-    """(method, first two characters of the object name, True if sent
-    during a settle wait) of each object request the driver sends."""
+    """(method, first two characters of the object name or listing
+    prefix, True if sent during a settle wait) of each request the driver
+    sends."""
     store = driver.store
     real_call, real_wait = store.call, store.settle_wait
     sent, waiting = [], []
 
     def call(method, *args, **kwargs):
-        if method.endswith('_object'):
-            sent.append((method, args[1][:2], bool(waiting)))
+        name = (args[1] if method.endswith('_object')
+                else kwargs.get('prefix') or '')
+        sent.append((method, name[:2], bool(waiting)))
         return real_call(method, *args, **kwargs)
 
     def settle_wait(meanwhile=None):
@@ -155,7 +157,8 @@ def test_a_post_writes_its_messages_while_its_positions_settle(
     sent = requests_by_wait(driver, monkeypatch)
     ids = post(driver, queue, project, *range(WIDE))
     monkeypatch.undo()
-    assert sorted(set(sent)) == [('head_object', 'p/', False),
+    assert sorted(set(sent)) == [('get_container', 'p/', False),
+                                 ('head_object', 'p/', False),
                                  ('put_object', 'a/', False),
                                  ('put_object', 'm/', True),
                                  ('put_object', 'p/', False)], sent
@@ -163,23 +166,31 @@ def test_a_post_writes_its_messages_while_its_positions_settle(
     assert [m['id'] for m in listed(driver, queue, project)][1:] == ids
 
 
-def test_a_claim_reads_its_messages_while_its_locks_settle(
+def test_a_claim_reads_and_unfiles_its_messages_while_its_locks_settle(
         driver, make_queue, project, monkeypatch):
-    """Every message read (GET `m/`) of a claim is sent during the settle
-    wait of its locks, the read-backs (HEAD `l/`) after it; a claim that
-    read its messages with or after the read-backs fails here."""
+    """Every message read (GET `m/`) of a claim, and the bulk delete of
+    the filings (`a/`) it locked, are sent during the settle wait of its
+    locks; after the wait come the read-backs (HEAD `l/`) and nothing
+    else. A claim that read its messages with the read-backs, or deleted
+    the filings after them, as it did before, fails here."""
     queue = make_queue()
-    post(driver, queue, project, *range(WIDE))
+    # Outliving the claim: no message's expiry to extend after it.
+    post(driver, queue, project, *range(WIDE), ttl=3600)
     sent = requests_by_wait(driver, monkeypatch)
     _, got = claim(driver, queue, project, limit=WIDE)
     monkeypatch.undo()
     assert [m['body'] for m in got] == list(range(WIDE))
-    reads = [wait for method, prefix, wait in sent
-             if (method, prefix) == ('get_object', 'm/')]
-    read_backs = [wait for method, prefix, wait in sent
-                  if (method, prefix) == ('head_object', 'l/')]
-    assert reads == [True] * WIDE, sent
-    assert read_backs == [False] * WIDE, sent
+    during = [(method, prefix) for method, prefix, wait in sent if wait]
+    assert sorted(set(during)) == [('get_object', 'm/'),
+                                   ('post_account', '')], sent
+    assert during.count(('get_object', 'm/')) == WIDE
+    last_put = max(n for n, (method, _, _) in enumerate(sent)
+                   if method == 'put_object')
+    assert [(method, prefix) for method, prefix, wait
+            in sent[last_put + 1:] if not wait] == [
+        ('head_object', 'l/')] * WIDE, sent
+    qs = driver.queue_state(queue, project)
+    assert driver.store.listing_all(qs.c, 'a/') == []
 
 
 def test_a_claim_lists_its_first_page_while_it_settles(

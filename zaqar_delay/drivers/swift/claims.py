@@ -131,12 +131,11 @@ class ClaimController(controller.ClaimController):
             self._store.delete_many(qs.c, [
                 names.claim_obj(claim_id),
                 names.expiry_obj(record['e'], claim_id)])
-        self._tidy(qs, [entry[5] for entry, _ in won])
         return claim_id, self._finish(qs, now, claim_id, won, keep_until)
 
     def _tidy(self, qs, stale):
         """Delete entries that only cost readers a request (the filings of
-        won attempts, a lock of a message gone): a claim that won its
+        attempts locked, a lock of a message gone): a claim that won its
         messages hands them out even if Swift fails to delete these, and
         the next claim that meets one drops it."""
         try:
@@ -266,27 +265,34 @@ class ClaimController(controller.ClaimController):
         tokens = self._store.parallel(
             lambda item: self._propose(qs, now, *item, op=op),
             list(zip(chunk, kinds)))
-        proposed = [(entry, token[0]) for entry, token in zip(chunk, tokens)
-                    if token]
+        proposed = [(entry, token[0], kind == op) for entry, kind, token
+                    in zip(chunk, kinds, tokens) if token]
         looked_up = []
 
-        def look_up():
-            # A filed message's record never changes, and who holds it
-            # is the read-back's to tell, so it is read while Swift
-            # would otherwise idle (as it was read beside the read-back).
-            looked_up.extend(self._store.parallel(
-                lambda entry: qs.lookup(entry[1], now),
-                [entry for entry, _ in proposed]))
+        def meanwhile():
+            # Neither waits for the read-back: a filed message's record
+            # never changes, and once a lock of this attempt exists,
+            # ours or a rival's, its filing is stale whoever won (the
+            # next attempt is filed only when that claim ends). A pop's
+            # or dead letter's filing goes with its removal instead.
+            reads = [functools.partial(qs.lookup, entry[1], now)
+                     for entry, _, _ in proposed]
+            stale = [entry[5] for entry, _, claimed in proposed if claimed]
+            found = self._store.parallel(lambda read: read(), reads + (
+                [functools.partial(self._tidy, qs, stale)] if stale
+                else []))
+            looked_up.extend(found[:len(reads)])
 
         if any(token and token[1] for token in tokens):
-            self._store.settle_wait(look_up)
+            self._store.settle_wait(meanwhile)
         else:
-            look_up()
+            meanwhile()
         won = self._store.parallel(
-            lambda pair: self._store.confirm(
-                qs.c, names.lock_obj(pair[0][1], pair[0][2]), pair[1]),
+            lambda item: self._store.confirm(
+                qs.c, names.lock_obj(item[0][1], item[0][2]), item[1]),
             proposed)
-        checks = [(entry, ours, message) for (entry, _), ours, message
+        checks = [(entry, ours, message, tidied)
+                  for (entry, _, tidied), ours, message
                   in zip(proposed, won, looked_up)]
         kept = self._store.parallel(
             lambda check: self._confirmed(qs, now, *check), checks)
@@ -320,20 +326,22 @@ class ClaimController(controller.ClaimController):
             qs.c, names.lock_obj(message_id, attempt), token,
             content_type=lock_type)
 
-    def _confirmed(self, qs, now, entry, won, looked_up):
+    def _confirmed(self, qs, now, entry, won, looked_up, tidied):
         """The message of ``entry`` if its lock is ours (``won``) and the
         message (``looked_up``: ``qs.lookup``) is live at its position;
-        else None, its stale entries dropped."""
+        else None, its stale entries dropped (its filing unless
+        ``tidied`` already)."""
         pos, message_id, attempt, gk = entry[:4]
         lock = names.lock_obj(message_id, attempt)
-        avail = entry[5]
+        avail = [] if tidied else [entry[5]]
         if not won:
             # A rival won this attempt; drop the stale entry.
-            self._store.delete(qs.c, avail)
+            if avail:
+                self._store.delete(qs.c, avail[0])
             return None
         message, missing = looked_up
         if message is None or message.pos != pos:
-            self._tidy(qs, [lock, avail])
+            self._tidy(qs, [lock] + avail)
             if missing and gk is not None:
                 # Its removal died midway: finish it, advance the group.
                 qs.remove([(message_id, pos, attempt, gk)], now)
