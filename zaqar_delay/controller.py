@@ -206,8 +206,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
             messages, policy, self._limits.max_message_delay,
             self._limits.max_message_ttl,
             checksum=self.driver.conf.enable_checksum)
-        self._insert_new(queue, project, prepared, str(client_uuid))
-        return [message.id for message in prepared]
+        return self._insert_new(queue, project, prepared, str(client_uuid))
 
     def list(self, queue, project=None, marker=None,
              limit=storage.DEFAULT_MESSAGES_PER_PAGE, echo=False,
@@ -536,8 +535,11 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
     def _insert_new(self, queue, project, messages, client_uuid):
         """_insert for a post, whose message ids this call just made up
         (no earlier call can have stored or deleted them): a backend may
-        skip checks that only a retry of the call needs."""
+        skip checks that only a retry of the call needs, or give a message
+        another new id before any reader can know it. Returns the ids
+        stored, in order."""
         self._insert(queue, project, messages, client_uuid)
+        return [message.id for message in messages]
 
     @abc.abstractmethod
     def _list(self, queue, project, marker, limit, echo, client_uuid,

@@ -110,29 +110,69 @@ def taking_a_position_first(driver, monkeypatch, times):
     return picked
 
 
-def test_a_post_that_loses_a_position_writes_its_messages_again(
+def test_a_post_that_loses_a_position_moves_under_new_ids(
         driver, make_queue, project, monkeypatch):
-    """The post wrote its messages at the positions it first picked
-    (while they settled); moved to new ones, it writes them again there,
-    so each is read by id at the position it is listed at, in posting
-    order, and the positions it gave back are gone."""
+    """The post wrote its messages under the positions it first picked
+    (while they settled). Moved to new positions, it gives them new ids
+    rather than write an object twice (a read can return the older
+    version of an object Swift replaced), and deletes the first ones
+    before it takes the new positions: each message returned is read by
+    id at the position it is listed at, in posting order, every `m/` PUT
+    was If-None-Match, and nothing of the first attempt is left."""
     queue = make_queue()
     qs = driver.queue_state(queue, project)
     post(driver, queue, project, 'warm-up')
     picked = taking_a_position_first(driver, monkeypatch, times=1)
+    store, real_put, exclusive = driver.store, driver.store.put, []
+
+    def put(container, name, *args, **kwargs):
+        if name.startswith('m/'):
+            exclusive.append(kwargs.get('exclusive', False))
+        return real_put(container, name, *args, **kwargs)
+
+    monkeypatch.setattr(store, 'put', put)
     ids = post(driver, queue, project, 'a', 'b', 'c')
     monkeypatch.undo()
     assert len(picked) == 2 and picked[1] > picked[0] + 1
+    assert exclusive == [True] * 6
     listing = listed(driver, queue, project)
     assert bodies(listing) == ['warm-up', 'a', 'b', 'c']
+    assert [m['id'] for m in listing][1:] == ids
     assert [m.position for m in listing][1:] == [picked[1] + n
                                                  for n in range(3)]
     messages = driver.message_controller
     assert [messages.get(queue, mid, project=project).position
             for mid in ids] == [picked[1] + n for n in range(3)]
+    assert len(driver.store.listing_all(qs.c, 'm/')) == 1 + 3
     # The warm-up's, the other node's and this post's.
     assert len(driver.store.listing_all(qs.c, 'p/')) == 1 + 1 + 3
     assert messages.stats(queue, project)['messages']['total'] == 4
+
+
+def test_a_post_that_fails_while_writing_its_messages_deletes_them(
+        driver, make_queue, project, monkeypatch):
+    """One `m/` PUT fails in the settle wait: the post fails, and the
+    messages it wrote are deleted (their positions are drafts for gc)."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    post(driver, queue, project, 'warm-up')
+    store, real_put, seen = driver.store, driver.store.put, []
+
+    def put(container, name, *args, **kwargs):
+        if name.startswith('m/'):
+            seen.append(name)
+            if len(seen) == 2:
+                raise errors.BackendUnavailable(backend='Swift',
+                                                reason='test')
+        return real_put(container, name, *args, **kwargs)
+
+    monkeypatch.setattr(store, 'put', put)
+    with pytest.raises(errors.BackendUnavailable):
+        post(driver, queue, project, 'a', 'b', 'c')
+    monkeypatch.undo()
+    assert len(seen) >= 2
+    assert len(driver.store.listing_all(qs.c, 'm/')) == 1
+    assert bodies(listed(driver, queue, project)) == ['warm-up']
 
 
 def test_a_post_that_finds_no_free_positions_leaves_no_message(

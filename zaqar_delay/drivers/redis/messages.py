@@ -45,6 +45,7 @@ class MessageController(controller.MessageController):
 
     def _insert_new(self, queue, project, messages, client_uuid):
         self._store(queue, project, messages, client_uuid, '1')
+        return [message.id for message in messages]
 
     def carry_in(self, queue, project, messages, client_uuid):
         self._store(queue, project, messages, client_uuid, 'carry')

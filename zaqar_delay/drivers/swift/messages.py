@@ -39,13 +39,18 @@ class MessageController(controller.MessageController):
         # a consumed one is never stored again by a later run.
         self._insert(queue, project, messages, client_uuid, copies=True)
 
+    def _insert_new(self, queue, project, messages, client_uuid):
+        return self._insert(queue, project, messages, client_uuid)
+
     def _insert(self, queue, project, messages, client_uuid, copies=False):
         """Store ``messages``: position, message, group entry, and only
         then the filing that makes it exist (drafts.py). With ``copies``
         (dead letters, moved groups) each leaves an ``r/`` marker, and one
         that has a marker already is skipped unless it is still here: gc
         finishing a move that a dead node left midway must not bring back
-        a copy its consumer deleted since, nor drop one cut short."""
+        a copy its consumer deleted since, nor drop one cut short. Other
+        messages are a post's, which made up their ids: one may get a new
+        id (posts.py). Returns the ids stored, in order."""
         now = self.driver.now_ms()
         qs = self._state(queue, project)
         # Only on a sticky queue can a new head already have a pin; copies
@@ -63,6 +68,7 @@ class MessageController(controller.MessageController):
                                         client=m.client),
             [m for m in kept if m.group is None])
         groups.join(qs, [m for m in kept if m.group is not None], now)
+        return [m.id for m in stored]
 
     # -- reads -------------------------------------------------------------
 

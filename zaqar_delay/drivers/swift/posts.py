@@ -9,10 +9,13 @@ post or a repeated dead-letter copy never duplicates a message.
 A post writes its messages while its positions settle: Swift is idle
 during that wait, and a message is a draft, which nobody sees, until its
 filing, which still waits for every position to be read back. When a
-rival takes one of the positions, the post moves to new ones and writes
-its messages again there (they are its own: made by this post). Copies
-(dead letters, moved groups, migration) are written after the wait, as
-one stored before may have to take its stored position instead.
+rival takes one of the positions, the post moves to new ones under new
+ids (it made them up, and has returned none yet): an ``m/`` object is
+written once, never overwritten, as a read can return an older version
+of an object Swift replaced; the objects written under the old ids, never
+filed, are deleted. Copies (dead letters, moved groups, migration) keep
+their ids and are written after the wait, as one stored before may have
+to take its stored position instead.
 """
 
 import json
@@ -20,6 +23,7 @@ import logging
 import random
 
 from zaqar_delay import errors
+from zaqar_delay import rules
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import state as swift_state
 
@@ -36,13 +40,14 @@ def store(qs, stored, now, copies=False):
     position, in posting order, and store it; for each, True if it was
     stored and is to be filed. One refused (its id is stored already, and
     not by this post or, for a copy, not here any more) gives its position
-    back."""
+    back. Unless they are ``copies``, the ids are the post's own, and a
+    message may get a new one."""
     if copies:
         allocate(qs, stored, now)
         return qs.store.parallel(lambda m: _store_copy(qs, m), stored)
     writes = _Writes(qs, stored)
     try:
-        allocate(qs, stored, now, meanwhile=writes)
+        allocate(qs, stored, now, meanwhile=writes, moved=writes.move)
     except errors.BackendUnavailable:
         writes.abandon()
         raise
@@ -60,10 +65,11 @@ def first_free(qs, now):
                int(last[0]['name'][2:]) + 1 if last else 0)
 
 
-def allocate(qs, stored, now, meanwhile=None):
+def allocate(qs, stored, now, meanwhile=None, moved=None):
     """Give ``stored`` consecutive positions, each taken with
     If-None-Match so no other node can take it too; ``meanwhile`` runs in
-    each attempt's settle wait (connection.Store.settle_wait)."""
+    each attempt's settle wait (connection.Store.settle_wait), ``moved``
+    after an attempt that lost a position gave the others back."""
     for _ in range(POSITION_ATTEMPTS):
         base = first_free(qs, now)
         for offset, message in enumerate(stored):
@@ -78,6 +84,8 @@ def allocate(qs, stored, now, meanwhile=None):
         # Someone posted into our range: give ours back, list again.
         qs.store.delete_many(qs.c, [
             names.position_obj(m.pos) for m, ok in zip(stored, won) if ok])
+        if moved is not None:
+            moved()
     raise errors.BackendUnavailable(
         backend='Swift',
         reason='could not allocate message positions in {}'.format(qs.c))
@@ -90,33 +98,45 @@ class _Writes:
         self.qs, self.stored = qs, stored
         # Per message, once written: whether ``m/`` is this post's.
         self.ours = None
+        self.written = []
 
     def __call__(self):
-        if self.ours is None:
-            self.ours = self.qs.store.parallel(self._create, self.stored)
-            return
-        # Moved to new positions: ours are written again with them.
-        self.qs.store.parallel(
-            lambda m: _put_message(self.qs, m, exclusive=False),
-            [m for m, ok in zip(self.stored, self.ours) if ok])
+        # Every write answered before a failure is raised, so that
+        # abandon() knows all this post wrote.
+        outcomes = self.qs.store.parallel(self._create, self.stored)
+        for outcome in outcomes:
+            if isinstance(outcome, errors.BackendUnavailable):
+                raise outcome
+        self.ours = outcomes
+
+    def move(self):
+        """Before the next positions are taken (their ``p/`` names the
+        ids): new ids, and the objects written under the old ones go."""
+        self.abandon()
+        for message, new_id in zip(
+                self.stored, rules.new_message_ids(len(self.stored))):
+            message.id = new_id
 
     def _create(self, message):
-        return (_put_message(self.qs, message, exclusive=True)
-                or _adopt(self.qs, message, copies=False))
+        try:
+            ours = (_put_message(self.qs, message, exclusive=True)
+                    or _adopt(self.qs, message, copies=False))
+        except errors.BackendUnavailable as exc:
+            return exc
+        if ours:
+            self.written.append(names.message_obj(message.id))
+        return ours
 
     def abandon(self):
-        """The post failed after writing: its messages were never filed,
-        and without their positions gc would not find them as drafts."""
-        if not self.ours:
-            return
+        """Delete what this post wrote: never filed, and with no position
+        of its own gc would not find it as a draft."""
+        written, self.written = self.written, []
         try:
-            self.qs.store.delete_many(self.qs.c, [
-                names.message_obj(m.id)
-                for m, ok in zip(self.stored, self.ours) if ok])
+            self.qs.store.delete_many(self.qs.c, written)
         except errors.BackendUnavailable as exc:
             # Swift's X-Delete-At removes them once they expire.
-            LOG.warning('Could not delete the messages of a failed post '
-                        'in %s: %s', self.qs.c, exc)
+            LOG.warning('Could not delete %d messages a post left in %s: '
+                        '%s', len(written), self.qs.c, exc)
 
 
 def _store_copy(qs, message):
