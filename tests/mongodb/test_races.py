@@ -112,6 +112,37 @@ def test_messages_taken_by_a_claim_settled_meanwhile_come_back(
     assert sorted(m['body'] for m in again) == ['a', 'b']
 
 
+@pytest.mark.parametrize('limit', [2, 1], ids=['batch', 'one'])
+def test_a_pop_whose_claim_was_settled_before_it_took_its_messages(
+        driver, project, clock, monkeypatch, limit):
+    """A pop of 2 learns from its joined read-back that its claim ended
+    and gives the messages back: its delete's count could not tell which
+    were still its own. A pop of 1 sends no such read: its delete, under
+    its claim, removed the message, which nobody else can have held
+    (claims.py, take), so it is the pop's."""
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+
+    def claim_ends_before_its_messages_are_taken():
+        clock.advance(claims.POP_CLAIM_TTL + 1)
+        state.settle(driver, 'q', project, driver.now())
+
+    fired = before_hand_out(monkeypatch, driver,
+                            claim_ends_before_its_messages_are_taken)
+    popped = driver.message_controller.pop('q', limit, project=project)
+    assert fired
+    monkeypatch.undo()
+    clock.advance(120)
+    driver.gc()
+    _, left = claim(driver, 'q', project)
+    if limit == 2:
+        assert popped == []
+        assert sorted(m['body'] for m in left) == ['a', 'b']
+    else:
+        assert [m['body'] for m in popped] == ['a']
+        assert [m['body'] for m in left] == ['b']
+
+
 def test_messages_of_a_vanished_claim_are_given_back_by_gc(driver, project,
                                                            clock):
     """A claimer that died after handing out, before checking its claim:

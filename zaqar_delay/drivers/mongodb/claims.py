@@ -83,13 +83,14 @@ class ClaimController(controller.ClaimController):
         taken, live = self._hand_out(queue, project, now, claim_id,
                                      expires, grace, limit, policy, kept,
                                      client)
-        if taken and mode == 'claim' and not (
-                live or self._still_live(claim_id)):
+        if taken and not live and not (mode == 'pop' and len(taken) == 1) \
+                and not self._still_live(claim_id):
             # A settle ended this claim while it was being built (its ttl
             # ran out meanwhile): nothing else will walk its messages, so
-            # they go back now and the caller gets nothing. A pop needs no
-            # such read: its delete names its claim, and removes nothing
-            # that claim no longer holds (_delete_popped).
+            # they go back now and the caller gets nothing. A pop of one
+            # needs no such read: its delete names its claim, and its
+            # count alone tells whether the message was still the pop's
+            # (_delete_popped), where a batch's count cannot say which.
             state.give_back(self.driver, queue, project, [claim_id])
             self._claims.delete_one({'_id': claim_id})
             return claim_id, []
