@@ -123,18 +123,21 @@ def test_a_post_that_loses_a_position_moves_under_new_ids(
     qs = driver.queue_state(queue, project)
     post(driver, queue, project, 'warm-up')
     picked = taking_a_position_first(driver, monkeypatch, times=1)
-    store, real_put, exclusive = driver.store, driver.store.put, []
+    store, real_put, written = driver.store, driver.store.put, []
 
     def put(container, name, *args, **kwargs):
         if name.startswith('m/'):
-            exclusive.append(kwargs.get('exclusive', False))
+            written.append((name[2:], kwargs.get('exclusive', False)))
         return real_put(container, name, *args, **kwargs)
 
     monkeypatch.setattr(store, 'put', put)
     ids = post(driver, queue, project, 'a', 'b', 'c')
     monkeypatch.undo()
     assert len(picked) == 2 and picked[1] > picked[0] + 1
-    assert exclusive == [True] * 6
+    assert [ours for _, ours in written] == [True] * 6
+    first, then = ({mid for mid, _ in written[:3]},
+                   {mid for mid, _ in written[3:]})
+    assert then == set(ids) and not first & then, written
     listing = listed(driver, queue, project)
     assert bodies(listing) == ['warm-up', 'a', 'b', 'c']
     assert [m['id'] for m in listing][1:] == ids
