@@ -74,6 +74,34 @@ def test_a_retried_post_does_not_duplicate(driver, make_queue,
     assert messages.stats(queue, project)['messages']['total'] == 1
 
 
+def test_a_post_whose_resent_put_meets_its_own_unseen_write_keeps_it(
+        driver, make_queue, project, monkeypatch):
+    """python-swiftclient resends a PUT whose reply was lost; the resend
+    gets 412 (the first one landed), and the read that tells whose object
+    it is misses it (Swift's reads can lag a write). The id was made up
+    by the post, so the object is its own: stored and filed, never
+    dropped while its id is returned."""
+    queue = make_queue()
+    store = driver.store
+    real_put, real_get = store.put, store.get_json
+
+    def put(container, name, *args, **kwargs):
+        if name.startswith('m/'):
+            real_put(container, name, *args, **kwargs)   # reply lost
+        return real_put(container, name, *args, **kwargs)
+
+    def get_json(container, name):
+        return None if name.startswith('m/') else real_get(container, name)
+
+    monkeypatch.setattr(store, 'put', put)
+    monkeypatch.setattr(store, 'get_json', get_json)
+    ids = post(driver, queue, project, 'a', 'b')
+    monkeypatch.undo()
+    found = listed(driver, queue, project)
+    assert bodies(found) == ['a', 'b']
+    assert [m['id'] for m in found] == ids
+
+
 def test_claimers_in_threads_never_share_a_message(driver, make_queue,
                                                    project):
     queue = make_queue()

@@ -179,7 +179,11 @@ def _adopt(qs, message, copies):
     twice is harmless. False if it must be skipped."""
     found = qs.store.get_json(qs.c, names.message_obj(message.id))
     if found is None:
-        return False
+        # A post's PUT was refused, so its object exists: the read lags
+        # the write (python-swiftclient resent a PUT whose reply was
+        # lost, and the first one landed). The id was made up by this
+        # post: the object is its own.
+        return not copies
     record = found[1]
     if record['p'] == message.pos:
         return True
