@@ -358,25 +358,29 @@ def test_a_delete_whose_bulk_delete_failed_midway_is_finished_by_its_retry(
     assert claim(driver, queue, project) == (None, [])
 
 
+def failing_bulk_deletes(driver, monkeypatch, prefix):
+    """Swift fails every bulk delete of names under ``prefix`` only."""
+    from zaqar_delay import errors
+    real = driver.store.delete_many
+
+    def failing(container, doomed):
+        doomed = list(doomed)
+        if doomed and all(n.startswith(prefix) for n in doomed):
+            raise errors.BackendUnavailable(backend='Swift', reason='503')
+        return real(container, doomed)
+
+    monkeypatch.setattr(driver.store, 'delete_many', failing)
+
+
 def test_a_claim_whose_filings_could_not_be_deleted_still_hands_out(
         driver, make_queue, project, monkeypatch):
     # The claim won its locks; deleting the filings it won failed in
     # Swift. Those entries only cost the next claim a request: the claim
     # hands its messages out, the next claim finds nothing, and the
     # claimer's delete works.
-    from zaqar_delay import errors
     queue = make_queue()
     post(driver, queue, project, 'x', 'y')
-    store = driver.store
-    real = store.delete_many
-
-    def failing(container, doomed):
-        doomed = list(doomed)
-        if doomed and all(n.startswith('a/') for n in doomed):
-            raise errors.BackendUnavailable(backend='Swift', reason='503')
-        return real(container, doomed)
-
-    monkeypatch.setattr(store, 'delete_many', failing)
+    failing_bulk_deletes(driver, monkeypatch, 'a/')
     claim_id, got = claim(driver, queue, project)
     monkeypatch.undo()
     assert bodies(got) == ['x', 'y']
@@ -385,3 +389,28 @@ def test_a_claim_whose_filings_could_not_be_deleted_still_hands_out(
         driver.message_controller.delete(queue, message['id'],
                                          project=project, claim=claim_id)
     assert stats(driver, queue, project)['total'] == 0
+
+
+def test_a_claim_whose_settle_could_not_delete_promoted_entries_hands_out(
+        driver, clock, make_queue, project, monkeypatch):
+    # Settling filed two due delayed messages under a/, then deleting
+    # their d/ entries failed in Swift. The claim still hands them out
+    # (a d/ entry left is filed again by the next settle, under the same
+    # name, and the claim that meets it drops it: its lock exists).
+    queue = make_queue({'_default_message_delay': 60})
+    post(driver, queue, project, 'x', 'y', delay=1)
+    clock.advance(2)
+    store = driver.store
+    failing_bulk_deletes(driver, monkeypatch, 'd/')
+    claim_id, got = claim(driver, queue, project)
+    monkeypatch.undo()
+    assert bodies(got) == ['x', 'y']
+    qs = driver.queue_state(queue, project)
+    assert len(store.listing_all(qs.c, 'd/')) == 2
+    assert claim(driver, queue, project) == (None, [])
+    assert store.listing_all(qs.c, 'd/') == []
+    for message in got:
+        driver.message_controller.delete(queue, message['id'],
+                                         project=project, claim=claim_id)
+    assert stats(driver, queue, project)['total'] == 0
+    assert claim(driver, queue, project) == (None, [])

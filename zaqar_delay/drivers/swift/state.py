@@ -10,12 +10,16 @@ Removing a grouped message advances its group (groups.py).
 
 import functools
 import json
+import logging
 
 from zaqar_delay import controller
+from zaqar_delay import errors
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import pins
+
+LOG = logging.getLogger(__name__)
 
 # Index entries settled per operation, so one call never runs unbounded.
 SETTLE_BATCH = 1000
@@ -321,7 +325,15 @@ class QueueState:
                                 hints)
         if delayed:
             self.store.parallel(lambda e: self._promote(e, now), delayed)
-            self.store.delete_many(self.c, [e['name'] for e in delayed])
+            try:
+                self.store.delete_many(self.c, [e['name'] for e in delayed])
+            except errors.BackendUnavailable as exc:
+                # Filed already: an entry left is filed again by the next
+                # settle under the same name, and a claim that meets one
+                # whose attempt is locked drops it. Not worth a 503.
+                LOG.warning('Swift: %d promoted delayed entries of %s left '
+                            'for the next settle (%s)', len(delayed),
+                            self.c, exc)
         return bool(hints or delayed), found[2:]
 
     def _promote(self, entry, now):
