@@ -333,15 +333,14 @@ class ClaimController(controller.ClaimController):
         ``tidied`` already)."""
         pos, message_id, attempt, gk = entry[:4]
         lock = names.lock_obj(message_id, attempt)
-        avail = [] if tidied else [entry[5]]
+        filing = [] if tidied else [entry[5]]
         if not won:
-            # A rival won this attempt; drop the stale entry.
-            if avail:
-                self._store.delete(qs.c, avail[0])
+            # A rival won this attempt: its filing is stale.
+            self._tidy(qs, filing)
             return None
         message, missing = looked_up
         if message is None or message.pos != pos:
-            self._tidy(qs, [lock] + avail)
+            self._tidy(qs, [lock] + filing)
             if missing and gk is not None:
                 # Its removal died midway: finish it, advance the group.
                 qs.remove([(message_id, pos, attempt, gk)], now)
