@@ -327,32 +327,44 @@ def test_a_stale_entry_of_a_removed_group_member_does_not_block_it(
     assert stale not in objects(driver, queue, project, 'a/')
 
 
-def test_a_delete_whose_bulk_delete_failed_midway_is_finished_by_its_retry(
-        driver, make_queue, project, monkeypatch):
-    # Swift's bulk delete fails object by object: here it removed the
-    # message's position and lock but not the message itself, and the
-    # call answered 503. The client's retry (same claim) must finish the
-    # removal, not be told the message is not claimed.
+def delete_all_but(driver, monkeypatch, prefix, queue, project, message_id,
+                   claim_id):
+    """A delete of ``message_id`` by its claimer whose bulk delete removes
+    every object but those under ``prefix``, and fails (Swift's bulk
+    delete fails object by object)."""
     from zaqar_delay import errors
+    real = driver.store.delete_many
+
+    def partly(container, doomed):
+        real(container, [n for n in doomed if not n.startswith(prefix)])
+        raise errors.BackendUnavailable(
+            backend='Swift', reason='bulk delete failed: ' + prefix)
+
+    monkeypatch.setattr(driver.store, 'delete_many', partly)
+    with pytest.raises(errors.BackendUnavailable):
+        driver.message_controller.delete(queue, message_id,
+                                         project=project, claim=claim_id)
+    monkeypatch.setattr(driver.store, 'delete_many', real)
+
+
+@pytest.mark.parametrize('kept', ['m/', 'l/'])
+def test_a_delete_whose_bulk_delete_failed_midway_is_finished_by_its_retry(
+        driver, make_queue, project, monkeypatch, kept):
+    # Swift's bulk delete fails object by object: here it removed every
+    # object of the message but its ``m/`` (the locks went: the retry must
+    # finish the removal, not be told the message is not claimed) or but
+    # its lock (the message went: the retry goes by the claim's record,
+    # and removes the lock instead of leaving it to gc), and answered 503.
     queue = make_queue()
     post(driver, queue, project, 'x')
     claim_id, got = claim(driver, queue, project)
-    store = driver.store
-    real = store.delete_many
-
-    def partly(container, doomed):
-        doomed = list(doomed)
-        real(container, [n for n in doomed if not n.startswith('m/')])
-        raise errors.BackendUnavailable(backend='Swift',
-                                        reason='bulk delete failed: m/')
-
-    monkeypatch.setattr(store, 'delete_many', partly)
-    with pytest.raises(errors.BackendUnavailable):
-        driver.message_controller.delete(queue, got[0]['id'],
-                                         project=project, claim=claim_id)
-    monkeypatch.undo()
+    delete_all_but(driver, monkeypatch, kept, queue, project, got[0]['id'],
+                   claim_id)
+    assert objects(driver, queue, project, kept) != []
     driver.message_controller.delete(queue, got[0]['id'], project=project,
                                      claim=claim_id)
+    assert objects(driver, queue, project, 'm/') == []
+    assert objects(driver, queue, project, 'l/') == []
     assert list(driver.message_controller.bulk_get(
         queue, [got[0]['id']], project=project)) == []
     assert claim(driver, queue, project) == (None, [])
@@ -414,3 +426,22 @@ def test_a_claim_whose_settle_could_not_delete_promoted_entries_hands_out(
                                          project=project, claim=claim_id)
     assert stats(driver, queue, project)['total'] == 0
     assert claim(driver, queue, project) == (None, [])
+
+
+def test_a_grouped_delete_cut_short_after_its_message_went_frees_the_group(
+        driver, make_queue, project, monkeypatch):
+    # The bulk delete removed the head's group entry, position and
+    # message, not its lock, and answered 503. The retry (same claim)
+    # has only the claim's record to go by: the group key it holds must
+    # advance the group, so the next member is claimable at once.
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, {'g': 'x', 'n': 1}, {'g': 'x', 'n': 2},
+         ttl=3600)
+    claim_id, got = claim(driver, queue, project)
+    assert bodies(got) == [{'g': 'x', 'n': 1}]
+    delete_all_but(driver, monkeypatch, 'l/', queue, project, got[0]['id'],
+                   claim_id)
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    assert objects(driver, queue, project, 'l/') == []
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]

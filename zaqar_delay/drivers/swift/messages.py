@@ -286,20 +286,25 @@ class MessageController(controller.MessageController):
 
     def _targets(self, queue, project, qs, message_ids, now, claim_ids=()):
         """(message, claim count, live claim id) of each live message.
-        The messages and their locks are read in one parallel round with
-        what the removal needs (the length cut, whether the queue has
-        consumers) and the claim records the caller names. The lock after
-        the one expected (the first when no claim is named, the second
-        otherwise) is asked for in that round too: the usual delete then
-        needs no second round to learn that no later attempt exists."""
+        Their locks are read in one parallel round with what the removal
+        needs (the length cut, whether the queue has consumers), the
+        claim records the caller names and, when it names none, the
+        messages. The lock after the one expected (the first when no
+        claim is named, the second otherwise) is asked for in that round
+        too: the usual delete then needs no second round to learn that no
+        later attempt exists.
+
+        A message whose latest lock is a named claim's, listed in that
+        claim's record, is not read at all: the record holds what its
+        removal needs (position, group key), and a lock goes only with
+        its message, or in a delete of that claim cut short, which this
+        one finishes. Any other message is read after the round."""
         cache = {}
         count = len(message_ids)
         probe = 2 if claim_ids else 1
-        reads = ([functools.partial(qs.message, mid, now)
+        reads = ([functools.partial(qs.store.listing, qs.c,
+                                    names.lock_prefix(mid))
                   for mid in message_ids]
-                 + [functools.partial(qs.store.listing, qs.c,
-                                      names.lock_prefix(mid))
-                    for mid in message_ids]
                  + [functools.partial(qs.store.head, qs.c,
                                       names.lock_obj(mid, probe))
                     for mid in message_ids]
@@ -307,21 +312,32 @@ class MessageController(controller.MessageController):
                     qs.has_consumers]
                  + [functools.partial(qs.claim_record, cid, cache)
                     for cid in claim_ids])
+        if not claim_ids:
+            reads += [functools.partial(qs.message, mid, now)
+                      for mid in message_ids]
         found = self._store.parallel(lambda read: read(), reads)
-        live = [(mid, message, listed, probed) for mid, message, listed,
-                probed in zip(message_ids, found[:count],
-                              found[count:2 * count],
-                              found[2 * count:3 * count])
-                if message is not None]
+        unread = [_UNREAD] * count if claim_ids else found[-count:]
 
         def target(item):
-            message_id, message, listed, probed = item
-            count, holder = qs.holder(qs.latest_lock(
+            message_id, listed, probed, message = item
+            if message is None:
+                return None
+            attempts, holder = qs.holder(qs.latest_lock(
                 message_id, listed, (probe, probed)), now, cache)
-            return message, count, holder or self._remover(
-                message_id, count, claim_ids, cache, now)
+            if holder in claim_ids:
+                held = _held(message_id, attempts, cache[holder])
+                if held is not None:
+                    return held, attempts, holder
+            if message is _UNREAD:
+                message = qs.message(message_id, now)
+                if message is None:
+                    return None
+            return message, attempts, holder or self._remover(
+                message_id, attempts, claim_ids, cache, now)
 
-        return self._store.parallel(target, live)
+        return [t for t in self._store.parallel(target, list(zip(
+            message_ids, found[:count], found[count:2 * count], unread)))
+            if t is not None]
 
     @staticmethod
     def _remover(message_id, count, claim_ids, cache, now):
@@ -511,3 +527,27 @@ def _stat_entry(now, fields):
     created = fields['cr']
     return {'id': fields['id'], 'age': max(0, (now - created) // 1000),
             'created': controller._iso(created)}
+
+
+# A message _targets has not read yet.
+_UNREAD = object()
+
+
+class _Held:
+    """What a delete needs of a message its claim's record describes."""
+
+    __slots__ = ('id', 'pos', 'gk')
+
+    def __init__(self, message_id, pos, gk):
+        self.id, self.pos, self.gk = message_id, pos, gk
+
+
+def _held(message_id, attempt, record):
+    """The message as ``record`` (a live claim's) lists it at ``attempt``,
+    or None. Members are [id, position, attempt, group key, poster];
+    records written before group keys were kept lack the key."""
+    for member in record['m']:
+        if member[0] == message_id and member[2] == attempt \
+                and len(member) > 3:
+            return _Held(message_id, member[1], member[3])
+    return None
