@@ -55,11 +55,25 @@ def test_delayed_head_blocks_its_group_until_due(driver, make_queue,
     assert names(claim(driver, queue, project)[1]) == ['a1']
 
 
-def test_expired_head_unblocks_the_next(driver, make_queue, project, clock):
-    queue = make_queue(GROUPED)
+@pytest.mark.parametrize('waiting', ['ready', 'delayed', 'redelivered'])
+def test_expired_head_unblocks_the_next(driver, make_queue, project, clock,
+                                        waiting):
+    # SPEC §4: once the head expired, the next member is claimable. Also
+    # when it expired while it waited to fall due (§3: ttl < delay, never
+    # claimable), or to be redelivered (its claim's end left it more
+    # redelivery delay than ttl): from its expiry, not from when it would
+    # have been due.
+    queue = make_queue(dict(GROUPED, _default_message_delay=120)
+                       if waiting == 'delayed' else
+                       dict(GROUPED, _redelivery_delay=300))
     post(driver, queue, project, msg('a', 1), ttl=60)
-    post(driver, queue, project, msg('a', 2), ttl=600)
-    clock.advance(60)
+    post(driver, queue, project, msg('a', 2), ttl=600, delay=0)
+    if waiting == 'redelivered':
+        claim(driver, queue, project, ttl=30, grace=0)
+        clock.advance(31)
+    if waiting != 'ready':
+        assert claim(driver, queue, project) == (None, [])
+    clock.advance(61)
     assert names(claim(driver, queue, project)[1]) == ['a2']
 
 

@@ -271,3 +271,47 @@ def test_an_interrupted_move_lands_though_its_target_metadata_went_bad(
     assert bodies(listed(driver, target, project)) == [
         {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2}]
     assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_a_head_filed_for_its_expiry_is_never_handed_out(
+        driver, make_queue, project, clock):
+    """A head that expires before it is due is filed for its expiry,
+    marked ``x``. A node whose clock runs behind the one that promoted
+    it still sees it live: it must not hand it out (it is never due),
+    nor the member behind it; once it expired there too, the member."""
+    queue = make_queue(dict(GROUPED, _default_message_delay=120))
+    post(driver, queue, project, {'g': 'a', 'n': 1}, ttl=60)
+    post(driver, queue, project, {'g': 'a', 'n': 2}, ttl=600, delay=0)
+    qs = driver.queue_state(queue, project)
+    [filing] = objects(driver, qs, 'd/')
+    assert names.ct_params(driver.store.head(qs.c, filing)[
+        'content-type']).get('x') == '1'
+    clock.advance(61)
+    qs.settle(driver.now_ms())  # the node ahead promotes it
+    assert len(objects(driver, qs, 'a/')) == 1
+    clock.advance(-2)           # a node 2 s behind claims
+    assert claim(driver, queue, project) == (None, [])
+    assert len(objects(driver, qs, 'a/')) == 1, 'left for a later claim'
+    clock.advance(2)
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 2}]
+    assert objects(driver, qs, 'a/') == []
+
+
+def test_a_group_entry_written_without_an_expiry_is_filed_for_its_due(
+        driver, make_queue, project, clock, monkeypatch):
+    """Entries from before the expiry was kept in them: the head waits
+    until due, as it did then, and is removed then."""
+    queue = make_queue(dict(GROUPED, _default_message_delay=120))
+    monkeypatch.setattr(groups, 'entry_type', lambda m: names.content_type(
+        d=m.due, g=m.group))
+    post(driver, queue, project, {'g': 'a', 'n': 1}, ttl=60)
+    post(driver, queue, project, {'g': 'a', 'n': 2}, ttl=600, delay=0)
+    monkeypatch.undo()
+    qs = driver.queue_state(queue, project)
+    [filing] = objects(driver, qs, 'd/')
+    assert 'x' not in names.ct_params(
+        driver.store.head(qs.c, filing)['content-type'])
+    clock.advance(61)
+    assert claim(driver, queue, project) == (None, [])
+    clock.advance(60)
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 2}]

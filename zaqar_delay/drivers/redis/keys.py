@@ -39,8 +39,10 @@ key                type    holds
 ``Q:msgs``         zset    every live message id, scored by position (marker)
 ``Q:avail``        zset    ids claimable now, scored by position
 ``Q:delayed``      zset    unclaimed messages not yet due, scored by ``d``
-                           (ms); members ``<position, 16 digits>:<id>``, so
-                           messages due together sort by position
+                           (ms; a group's head that expires first, by
+                           its expiry: place() in _common.lua); members
+                           ``<position, 16 digits>:<id>``, so messages due
+                           together sort by position
 ``Q:claimed``      zset    ids under a claim, scored by claim expiry (ms)
 ``Q:expiry``       zset    every live id, scored by ``expires`` (ms)
 ``Q:seq``          string  last position handed out

@@ -100,15 +100,17 @@ class ClaimController(controller.ClaimController):
                               (limit - len(won)) * OVERFETCH, ordered,
                               listed)
             listed = None
-            fresh = []
+            fresh, expiring = [], []
             for e in page:
                 pos = names.parse_entry(e['name'])[0]
                 if e['name'] not in seen and pos >= (keep.cut or 0):
                     seen.add(e['name'])
                     params = names.ct_params(e.get('content_type'))
-                    fresh.append(names.parse_entry(e['name']) + (
-                        params.get('g'), params.get('u'), e['name']))
+                    (expiring if params.get('x') else fresh).append(
+                        names.parse_entry(e['name']) + (
+                            params.get('g'), params.get('u'), e['name']))
             advanced = qs.advanced
+            self._drop_expired(qs, expiring, now)
             while fresh and len(won) < limit:
                 chunk, fresh = self._chunk(fresh, limit - len(won), taken)
                 self._round(qs, policy, project, now, mode, claim_id,
@@ -143,6 +145,21 @@ class ClaimController(controller.ClaimController):
         except errors.BackendUnavailable as exc:
             LOG.warning('Swift: %d stale entries of %s left for the next '
                         'claim (%s)', len(stale), qs.c, exc)
+
+    def _drop_expired(self, qs, entries, now):
+        """Filings of group heads filed for their expiry (state.
+        QueueState.make_available): never handed out. One whose message
+        expired goes with it, and its group moves on; one still live
+        here (the node that filed it has a clock ahead) waits for a
+        later claim."""
+        def drop(entry):
+            message, _ = qs.lookup(entry[1], now)
+            if message is None:
+                # Removed now if it expired; a missing one leaves its
+                # filing to delete.
+                self._tidy(qs, [entry[5]])
+
+        self._store.parallel(drop, entries)
 
     @staticmethod
     def _sweep_empty(qs, keep, now):

@@ -30,7 +30,10 @@ from zaqar_delay.drivers.swift import names
 
 
 def entry_type(message):
-    return names.content_type(d=message.due, g=message.group)
+    # Its expiry too: a head that expires before it is due is filed for
+    # its expiry (state.QueueState.make_available).
+    return names.content_type(d=message.due, g=message.group,
+                              e=message.expires)
 
 
 def join(qs, messages, now):
@@ -66,8 +69,11 @@ def advance(qs, gk, now, only=None):
             lambda check: qs.busy(check[1], now, cache), checks)):
         if (which == 'first' and attempts) or (which == 'next' and busy):
             return
-    due = int(names.ct_params(entries[0].get('content_type')).get('d', 0))
-    qs.make_available(pos, message_id, 1, due, now, gk)
+    params = names.ct_params(entries[0].get('content_type'))
+    # Entries written before the expiry was kept in them have none.
+    expires = int(params['e']) if 'e' in params else None
+    qs.make_available(pos, message_id, 1, int(params.get('d', 0)), now, gk,
+                      expires=expires)
 
 
 def is_head(qs, gk, pos, message_id):

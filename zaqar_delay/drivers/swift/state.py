@@ -267,13 +267,22 @@ class QueueState:
         return attempts, record is not None and record['e'] > now
 
     def make_available(self, pos, message_id, attempt, due, now, gk=None,
-                       client=None):
+                       client=None, expires=None):
         """File attempt ``attempt`` under ``a/`` (due) or ``d/``; a
         grouped message's entry names its group key, and an entry names
         its poster when the filer knows it (``client``), so a listing
         without echo skips that poster's messages unread (scan.py). The
         head of a group pinned to an active client is filed for it
-        (``A/``; ``cl`` on a ``d/`` entry, which settling checks again)."""
+        (``A/``; ``cl`` on a ``d/`` entry, which settling checks again).
+
+        A group's head that ``expires`` (ms) before it is due is never
+        claimable; it is filed for its expiry instead, marked ``x``: the
+        claim that meets it removes it and its group goes on from then
+        (SPEC §4), not only once it would have been due."""
+        at_expiry = gk is not None and expires is not None \
+            and expires <= due
+        if at_expiry:
+            due = max(expires, now)
         ck = self._holder(gk, now)
         if due > now:
             name = names.delayed_obj(due, pos, message_id, attempt)
@@ -281,8 +290,8 @@ class QueueState:
             name = names.pinned_obj(ck, pos, message_id, attempt)
         else:
             name = names.avail_obj(pos, message_id, attempt)
-        self.store.put(self.c, name,
-                       content_type=names.content_type(g=gk, u=client, cl=ck))
+        self.store.put(self.c, name, content_type=names.content_type(
+            g=gk, u=client, cl=ck, x=1 if at_expiry else None))
 
     def _holder(self, gk, now):
         if gk is None or self.sticky is False:
@@ -292,17 +301,28 @@ class QueueState:
     def redeliver(self, claim_id, record, ended, now):
         """Make the messages a claim still holds claimable again after the
         claim's redelivery delay. A member whose latest lock is not this
-        claim's (deleted, or already taken again) is left alone."""
+        claim's (deleted, or already taken again) is left alone. A
+        grouped one whose delay outlasts what the claim kept it alive
+        for is read first: it may expire before it is due
+        (make_available)."""
         due = ended + record['rd'] * 1000
+        kept_until = record['e'] + record['g'] * 1000
 
         def one(member):
             message_id, pos, attempt = member[:3]
             # Records written before the group key or the poster was kept
             # in them are shorter.
             gk, client = (list(member[3:]) + [None, None])[:2]
-            if self.latest_lock(message_id) == (attempt, claim_id):
-                self.make_available(pos, message_id, attempt + 1, due, now,
-                                    gk, client)
+            if self.latest_lock(message_id) != (attempt, claim_id):
+                return
+            expires = None
+            if gk is not None and due > kept_until:
+                message = self.message(message_id, now)
+                if message is None:
+                    return  # expired (removed now, its group advanced)
+                expires = message.expires
+            self.make_available(pos, message_id, attempt + 1, due, now,
+                                gk, client, expires)
 
         self.store.parallel(one, record['m'])
 
@@ -346,7 +366,8 @@ class QueueState:
                            content_type=entry.get('content_type'))
             return
         self.make_available(where[0], where[1], where[2], now, now,
-                            params.get('g'), params.get('u'))
+                            params.get('g'), params.get('u'),
+                            now if params.get('x') else None)
 
     def _expire(self, hint, now):
         expires, claim_id = names.parse_expiry(hint)

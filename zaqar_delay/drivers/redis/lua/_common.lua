@@ -230,9 +230,17 @@ local function send_all(command, key, args)
   end
 end
 
-local function place(id, due, pos, group)
-  if due > NOW then
-    redis.call('ZADD', DELAYED, due, delayed_member(id, pos))
+-- One that expires before it is due waits until its expiry instead:
+-- never claimable, it is promoted expired, and the claim that meets it
+-- drops it, so that its group goes on from then (SPEC §4), not only once
+-- it would have been due. `expires` nil: not known (a member filed as
+-- earlier versions did).
+local function place(id, due, pos, group, expires)
+  if expires and expires <= NOW then
+    file_claimable(id, pos, group)
+  elseif due > NOW then
+    redis.call('ZADD', DELAYED, math.min(due, expires or due),
+               delayed_member(id, pos))
   else
     file_claimable(id, pos, group)
   end
@@ -247,10 +255,11 @@ local function place_head(group)
       return
     end
     if redis.call('ZSCORE', MOVING, group) then return end
-    local f = redis.call('HMGET', mkey(head[1]), 'd', 'c', 'ce')
+    local f = redis.call('HMGET', mkey(head[1]), 'd', 'c', 'ce', 'e')
     if f[1] then
       if live_claim_of(f[2], f[3]) == '' then
-        place(head[1], tonumber(f[1]), tonumber(head[2]), group)
+        place(head[1], tonumber(f[1]), tonumber(head[2]), group,
+              tonumber(f[4]))
       end
       return
     end
@@ -321,12 +330,12 @@ local function release_expired_claims(n)
   for _, id in ipairs(ids) do
     redis.call('ZREM', CLAIMED, id)
     redis.call('ZREM', GFLIGHT, id)
-    local f = redis.call('HMGET', mkey(id), 'p', 'ce', 'rd', 'g')
+    local f = redis.call('HMGET', mkey(id), 'p', 'ce', 'rd', 'g', 'e')
     if f[1] then
       local due = tonumber(f[2]) + tonumber(f[3] or 0) * 1000
       redis.call('HSET', mkey(id), 'c', '', 'ce', 0, 'd', due)
       redis.call('ZADD', FREE, f[1], id)
-      place(id, due, tonumber(f[1]), f[4])
+      place(id, due, tonumber(f[1]), f[4], tonumber(f[5]))
     end
   end
   return #ids

@@ -10,7 +10,7 @@ for _, id in ipairs(redis.call('ZRANGE', cmkey(cid), 0, -1)) do
     redis.call('ZREM', GFLIGHT, id)
     redis.call('HSET', key, 'c', '', 'ce', 0, 'd', due)
     redis.call('ZADD', FREE, m.pos, id)
-    place(id, due, tonumber(m.pos), m.group)
+    place(id, due, tonumber(m.pos), m.group, m.expires)
   end
 end
 redis.call('DEL', ckey(cid), cmkey(cid))

@@ -91,7 +91,7 @@ for _, i in ipairs(stored) do
     redis.call('ZADD', GROUPS, 0, group)
     redis.call('ZADD', gkey(group), pos, id)
     if redis.call('ZCARD', gkey(group)) == 1 then
-      place(id, due, pos, group)
+      place(id, due, pos, group, expires)
     end
   end
 end
