@@ -39,21 +39,39 @@ def claim_delete_throughput(driver, project, total, limit=10):
     return done / (time.perf_counter() - started)
 
 
-def drain(driver, project, queue, total, limit=10):
+def drain(driver, project, queue, total, limit=10, phase_done=None):
     """Claim (``limit`` at a time) and delete up to ``total`` messages;
-    how many were."""
+    how many were. ``phase_done('claim' or 'delete')`` is called when
+    each claim, then its deletes, returned."""
     done = 0
+    phase_done = phase_done or (lambda phase: None)
     while done < total:
         claim_id, messages = driver.claim_controller.create(
             queue, CLAIM, project=project, limit=limit)
         messages = list(messages)
+        phase_done('claim')
         if not messages:
             break
         for message in messages:
             driver.message_controller.delete(queue, message['id'],
                                              project=project, claim=claim_id)
+        phase_done('delete')
         done += len(messages)
     return done
+
+
+class CpuByPhase:
+    """CPU seconds (``cpu_seconds()``) spent in each phase of drain()."""
+
+    def __init__(self, cpu_seconds):
+        self.cpu_seconds = cpu_seconds
+        self.last = cpu_seconds()
+        self.spent = {'claim': 0.0, 'delete': 0.0}
+
+    def __call__(self, phase):
+        now = self.cpu_seconds()
+        self.spent[phase] += now - self.last
+        self.last = now
 
 
 def delayed_queue(driver, project, delayed_ahead, samples):
