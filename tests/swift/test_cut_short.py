@@ -445,3 +445,20 @@ def test_a_grouped_delete_cut_short_after_its_message_went_frees_the_group(
                                      claim=claim_id)
     assert objects(driver, queue, project, 'l/') == []
     assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+
+
+def test_a_head_filed_for_its_expiry_whose_removal_was_cut_short(
+        driver, make_queue, project, clock):
+    # A removal died after the head's m/ went, before its group entry
+    # did. The claim that meets the head's filing (filed for its expiry:
+    # never handed out) finishes that removal, so the group goes on now,
+    # not at gc's next deep pass.
+    queue = make_queue(dict(GROUPED, _default_message_delay=120))
+    [head] = post(driver, queue, project, {'g': 'x', 'n': 1}, ttl=60)
+    post(driver, queue, project, {'g': 'x', 'n': 2}, ttl=600, delay=0)
+    container = names.container(names.MESSAGES, queue, project)
+    driver.store.delete_many(container, [names.message_obj(head)])
+    clock.advance(61)
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+    assert [n for n in objects(driver, queue, project, 'g/')
+            if n.endswith('/' + head)] == []

@@ -178,3 +178,24 @@ def test_gc_files_the_heads_of_a_forgotten_client_for_anyone(
     assert objects(driver, qs, names.pinned_prefix(ck)) == []
     with sticky.acting_as(MINE):
         assert len(claim(driver, queue, project)[1]) == 2
+
+
+def test_a_head_filed_for_its_expiry_keeps_its_mark_when_its_pin_goes(
+        driver, make_queue, project):
+    """Freeing a pinned head moves its ``A/`` filing to ``a/``; one filed
+    for its expiry (``x``: never handed out, state.QueueState.
+    make_available) must stay so, or a node whose clock runs behind
+    would hand it out before it is due."""
+    queue = make_queue(STICKY)
+    qs = driver.queue_state(queue, project)
+    pinned = names.pinned_obj('client-key', 7, 'an-id', 1)
+    for x, name in ((1, pinned), (None, names.pinned_obj('k', 8, 'b', 1))):
+        driver.store.put(qs.c, name, content_type=names.content_type(
+            g='gk', u='poster', x=x))
+    pins.refile(qs, driver.store.listing_all(qs.c, 'A/'))
+    filed = {e['name']: names.ct_params(e['content_type'])
+             for e in driver.store.listing_all(qs.c, 'a/')}
+    assert filed == {names.avail_obj(7, 'an-id', 1): {
+                         'g': 'gk', 'u': 'poster', 'x': '1'},
+                     names.avail_obj(8, 'b', 1): {'g': 'gk', 'u': 'poster'}}
+    assert driver.store.listing_all(qs.c, 'A/') == []

@@ -153,10 +153,12 @@ class ClaimController(controller.ClaimController):
         here (the node that filed it has a clock ahead) waits for a
         later claim."""
         def drop(entry):
-            message, _ = qs.lookup(entry[1], now)
+            pos, message_id, attempt, gk = entry[:4]
+            message, missing = qs.lookup(message_id, now)
+            if missing:
+                # Its removal died midway: finish it, advance the group.
+                qs.remove([(message_id, pos, None, gk)], now)
             if message is None:
-                # Removed now if it expired; a missing one leaves its
-                # filing to delete.
                 self._tidy(qs, [entry[5]])
 
         self._store.parallel(drop, entries)

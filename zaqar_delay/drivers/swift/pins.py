@@ -135,9 +135,11 @@ def refile(qs, entries):
     entry before the old one goes, as every move between indexes."""
     def one(entry):
         params = names.ct_params(entry.get('content_type'))
+        # x: a head filed for its expiry stays never handed out.
         qs.store.put(qs.c, names.avail_obj(*names.parse_entry(entry['name'])),
                      content_type=names.content_type(g=params.get('g'),
-                                                     u=params.get('u')))
+                                                     u=params.get('u'),
+                                                     x=params.get('x')))
 
     qs.store.parallel(one, entries)
     qs.store.delete_many(qs.c, [entry['name'] for entry in entries])

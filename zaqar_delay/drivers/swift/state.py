@@ -317,9 +317,13 @@ class QueueState:
                 return
             expires = None
             if gk is not None and due > kept_until:
-                message = self.message(message_id, now)
+                message, missing = self.lookup(message_id, now)
+                if missing:
+                    # Its removal died midway: finish it, advance the
+                    # group (an expired one was removed by the lookup).
+                    self.remove([(message_id, pos, attempt, gk)], now)
                 if message is None:
-                    return  # expired (removed now, its group advanced)
+                    return
                 expires = message.expires
             self.make_available(pos, message_id, attempt + 1, due, now,
                                 gk, client, expires)

@@ -230,16 +230,17 @@ local function send_all(command, key, args)
   end
 end
 
--- One that expires before it is due waits until its expiry instead:
--- never claimable, it is promoted expired, and the claim that meets it
--- drops it, so that its group goes on from then (SPEC §4), not only once
--- it would have been due. `expires` nil: not known (a member filed as
--- earlier versions did).
+-- A group's head that expires before it is due waits until its expiry
+-- instead: never claimable, it is promoted expired, and the claim that
+-- meets it drops it, so that its group goes on from then (SPEC §4), not
+-- only once it would have been due (claim.lua puts back one it meets
+-- live and not due). `expires` nil: not known.
 local function place(id, due, pos, group, expires)
-  if expires and expires <= NOW then
+  local grouped = group and group ~= '' and expires
+  if grouped and expires <= NOW then
     file_claimable(id, pos, group)
   elseif due > NOW then
-    redis.call('ZADD', DELAYED, math.min(due, expires or due),
+    redis.call('ZADD', DELAYED, grouped and math.min(due, expires) or due,
                delayed_member(id, pos))
   else
     file_claimable(id, pos, group)

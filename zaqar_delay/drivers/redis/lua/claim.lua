@@ -114,6 +114,10 @@ local function take(budget)
     local m = read(id)
     if not m then
       drop(id)
+    elseif m.due > NOW then
+      -- Not due: a head filed for its expiry (place), met live because
+      -- Redis's clock stepped back since. Never handed out early.
+      place(id, m.due, tonumber(m.pos), m.group, m.expires)
     elseif too_old(m.created) then
       -- Kept by length (at or after `from`), but past `time`: only possible
       -- if the clock went back between posts; it is gone all the same.
