@@ -247,12 +247,10 @@ def test_purge_and_move_clean_every_object(driver, make_queue,
     assert json.loads(names.ct_params(entry['content_type'])['g']) == 'b'
 
 
-def test_an_interrupted_move_lands_though_its_target_metadata_went_bad(
-        driver, make_queue, project, clock, monkeypatch):
+def move_dies_after_locking_the_head(driver, monkeypatch, project, queue,
+                                     target):
+    """A move of group 'a' whose node dies once it locked the head."""
     from zaqar_delay.drivers.swift import group_admin
-    queue, target = make_queue(GROUPED), make_queue()
-    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2},
-         ttl=3600)
 
     def node_dies(*args, **kwargs):
         raise SystemExit('node died after locking the head')
@@ -262,6 +260,16 @@ def test_an_interrupted_move_lands_though_its_target_metadata_went_bad(
         driver.message_controller.move_group(queue, 'a', target,
                                              project=project)
     monkeypatch.undo()
+
+
+def test_an_interrupted_move_lands_though_its_target_metadata_went_bad(
+        driver, make_queue, project, clock, monkeypatch):
+    queue, target = make_queue(GROUPED), make_queue()
+    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2},
+         ttl=3600)
+
+    move_dies_after_locking_the_head(driver, monkeypatch, project, queue,
+                                     target)
     driver.queue_controller.set_metadata(target, {'_message_group_key': 5},
                                          project=project)
     # Well past gc's 60 s, whatever the time the steps above took.
@@ -271,6 +279,26 @@ def test_an_interrupted_move_lands_though_its_target_metadata_went_bad(
     assert bodies(listed(driver, target, project)) == [
         {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2}]
     assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_a_move_gc_gives_back_for_want_of_a_target_keeps_its_delay(
+        driver, make_queue, project, clock, monkeypatch):
+    """The node moving a delayed group died after locking its head, and
+    the target queue is gone when gc finishes the move: the head goes
+    back to its group, claimable when it is due, not at once."""
+    queue = make_queue(dict(GROUPED, _default_message_delay=900))
+    target = make_queue(GROUPED)
+    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2},
+         ttl=3600)
+
+    move_dies_after_locking_the_head(driver, monkeypatch, project, queue,
+                                     target)
+    driver.queue_controller.delete(target, project=project)
+    clock.advance(600)
+    driver._gc_queue(names.container(names.MESSAGES, queue, project))
+    assert claim(driver, queue, project) == (None, [])
+    clock.advance(301)
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 1}]
 
 
 def test_a_head_filed_for_its_expiry_is_never_handed_out(

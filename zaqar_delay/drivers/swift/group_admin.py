@@ -151,10 +151,18 @@ def finish_move(driver, qs, project, head, target, now):
     try:
         metadata = driver.message_controller.queue_metadata(target, project)
     except storage_errors.QueueDoesNotExist:
-        # Nowhere to go: give the head back to its group.
+        # Nowhere to go: give the head back to its group, due when it
+        # was (a move takes a delayed group too). Then its filings of the
+        # attempts locked go: the move's lock left a delayed head's; due
+        # with the new one, it would stand for the group in a claim.
         attempts = qs.latest_lock(head.id)[0]
-        qs.make_available(head.pos, head.id, attempts + 1, now, now,
-                          head.gk, head.client)
+        qs.make_available(head.pos, head.id, attempts + 1,
+                          max(head.due, now), now, head.gk, head.client,
+                          head.expires)
+        qs.store.delete_many(qs.c, [name for k in range(1, attempts + 1)
+                                    for name in (
+            names.avail_obj(head.pos, head.id, k),
+            names.delayed_obj(head.due, head.pos, head.id, k))])
         return
     # The move was accepted: metadata of the target's that went bad since
     # takes the group ungrouped rather than stranding it here.
