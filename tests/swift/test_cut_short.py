@@ -462,3 +462,27 @@ def test_a_head_filed_for_its_expiry_whose_removal_was_cut_short(
     assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
     assert [n for n in objects(driver, queue, project, 'g/')
             if n.endswith('/' + head)] == []
+
+
+def test_a_claim_that_cannot_read_a_head_filed_for_its_expiry_goes_on(
+        driver, make_queue, project, clock, monkeypatch):
+    # Dropping such a head is cleanup: Swift failing the read leaves it
+    # to the next claim, and this one still hands out what it found.
+    from zaqar_delay import errors
+    from zaqar_delay.drivers.swift import state
+    queue = make_queue(dict(GROUPED, _default_message_delay=120))
+    [head] = post(driver, queue, project, {'g': 'x', 'n': 1}, ttl=60)
+    post(driver, queue, project, 'free', ttl=600, delay=0)
+    clock.advance(61)
+    real_lookup = state.QueueState.lookup
+
+    def lookup(qs, message_id, now):
+        if message_id == head:
+            raise errors.BackendUnavailable(backend='Swift', reason='503')
+        return real_lookup(qs, message_id, now)
+
+    monkeypatch.setattr(state.QueueState, 'lookup', lookup)
+    assert bodies(claim(driver, queue, project)[1]) == ['free']
+    monkeypatch.undo()
+    assert claim(driver, queue, project) == (None, [])
+    assert objects(driver, queue, project, 'a/') == []

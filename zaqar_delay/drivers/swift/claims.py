@@ -151,13 +151,19 @@ class ClaimController(controller.ClaimController):
         QueueState.make_available): never handed out. One whose message
         expired goes with it, and its group moves on; one still live
         here (the node that filed it has a clock ahead) waits for a
-        later claim."""
+        later claim. Cleanup only: a Swift error here leaves it to the
+        next claim, it does not fail this one."""
         def drop(entry):
-            pos, message_id, attempt, gk = entry[:4]
-            message, missing = qs.lookup(message_id, now)
-            if missing:
-                # Its removal died midway: finish it, advance the group.
-                qs.remove([(message_id, pos, None, gk)], now)
+            pos, message_id, _, gk = entry[:4]
+            try:
+                message, missing = qs.lookup(message_id, now)
+                if missing:
+                    # Its removal died midway: finish it, advance the group.
+                    qs.remove([(message_id, pos, None, gk)], now)
+            except errors.BackendUnavailable as exc:
+                LOG.warning('Swift: a head filed for its expiry in %s left '
+                            'for the next claim (%s)', qs.c, exc)
+                return
             if message is None:
                 self._tidy(qs, [entry[5]])
 
