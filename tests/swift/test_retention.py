@@ -409,3 +409,36 @@ def test_an_empty_claim_whose_sweep_fails_still_answers(
                             unreachable() if more else
                             sweep(qs, keep, now, limit)))
     assert claim(driver, queue, project, limit=1)[1] == []
+
+
+def test_a_cleaner_racing_a_consumers_delete_does_not_count_it(
+        driver, clock, make_queue, project, monkeypatch):
+    """A consumer's delete runs as one bulk request, two objects at a
+    time: the claimed message's lock can go before its m/. A cleaner
+    that listed the message before it was claimed then finds no lock,
+    sees m/, and wins a fresh lock 1; by the end of that lock's settle
+    wait the consumer's delete has removed m/ too. Consumed, so not
+    counted as removed by retention (it was, once: a multi-process test
+    saw removed = 174 against 173 gone unconsumed)."""
+    queue = kept_queue(make_queue, length=1)
+    [consumed] = post(driver, queue, project, 'consumed')
+    qs = driver.queue_state(queue, project)
+    [fields] = [names.position_fields(e)
+                for e in driver.store.listing_all(qs.c, 'p/')]
+    claim_id, got = claim(driver, queue, project)
+    assert [m['id'] for m in got] == [consumed]
+    # The consumer's bulk delete, halfway: position and lock gone.
+    driver.store.delete_many(qs.c, [names.position_obj(fields['pos']),
+                                    names.lock_obj(consumed, 1)])
+    real_wait = driver.store.settle_wait
+
+    def delete_finishes_meanwhile(meanwhile=None):
+        driver.store.delete_many(qs.c, [names.message_obj(consumed)])
+        return real_wait(meanwhile)
+
+    monkeypatch.setattr(driver.store, 'settle_wait',
+                        delete_finishes_meanwhile)
+    assert swift_retention.drop(qs, [fields], clock()) == (0, True)
+    monkeypatch.undo()
+    assert objects(driver, qs, 'n/') == []
+    assert removed(driver, queue, project) == 0

@@ -347,9 +347,17 @@ def drop(qs, victims, now):
         qs.c, [(names.lock_obj(fields['id'], attempt + 1),
                 {'content_type': lock_type, 'headers': qs.delete_at(now)})
                for fields, attempt in to_lock])) if ours]
-    qs.store.parallel(lambda pair: tally(qs, now, pair[0]['id']), won)
-    results += [('won', (fields['id'], fields['pos'], attempt, fields['g']))
-                for fields, attempt in won]
+    # A lock won where none was listed proves nothing if a consumer's
+    # delete was removing the message meanwhile: Swift's bulk delete
+    # runs two objects at a time, so its lock can go before its m/. Read
+    # after the settle wait, m/ tells: one gone is not counted.
+    here = qs.store.parallel(lambda pair: qs.store.head(
+        qs.c, names.message_obj(pair[0]['id'])) is not None, won)
+    counted = [pair for pair, found in zip(won, here) if found]
+    qs.store.parallel(lambda pair: tally(qs, now, pair[0]['id']), counted)
+    results += [('won' if found else 'finished',
+                 (fields['id'], fields['pos'], attempt, fields['g']))
+                for (fields, attempt), found in zip(won, here)]
     if results:
         # In the victims' (position) order, as they were listed.
         results.sort(key=lambda result: result[1][1])
