@@ -343,3 +343,34 @@ def test_a_group_entry_written_without_an_expiry_is_filed_for_its_due(
     assert claim(driver, queue, project) == (None, [])
     clock.advance(60)
     assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 2}]
+
+
+def test_heads_dropped_at_their_expiry_are_deleted_once(
+        driver, make_queue, project, clock, monkeypatch):
+    """A claim meeting heads filed for their expiry, all expired, removes
+    each with its filings and sends no second delete of any filing the
+    removal deleted: a Swift DELETE of an absent object still writes a
+    tombstone and a container update."""
+    queue = make_queue(dict(GROUPED, _default_message_delay=120))
+    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'b', 'n': 1},
+         {'g': 'c', 'n': 1}, ttl=60)
+    post(driver, queue, project, {'g': 'a', 'n': 2}, {'g': 'b', 'n': 2},
+         {'g': 'c', 'n': 2}, ttl=600, delay=0)
+    qs = driver.queue_state(queue, project)
+    assert len(objects(driver, qs, 'd/')) == 3
+    clock.advance(61)
+    sent = []
+    real = driver.store.delete_many
+
+    def delete_many(container, doomed, *args, **kwargs):
+        sent.extend(doomed)
+        return real(container, doomed, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'delete_many', delete_many)
+    _, got = claim(driver, queue, project, limit=3)
+    assert sorted(m['body']['g'] for m in got) == ['a', 'b', 'c']
+    assert {m['body']['n'] for m in got} == {2}
+    assert len([n for n in sent if n.startswith('m/')]) == 3
+    twice = [name for name in set(sent) if sent.count(name) > 1]
+    assert twice == []
+    assert objects(driver, qs, 'd/') == objects(driver, qs, 'a/') == []

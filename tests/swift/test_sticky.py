@@ -199,3 +199,20 @@ def test_a_head_filed_for_its_expiry_keeps_its_mark_when_its_pin_goes(
                          'g': 'gk', 'u': 'poster', 'x': '1'},
                      names.avail_obj(8, 'b', 1): {'g': 'gk', 'u': 'poster'}}
     assert driver.store.listing_all(qs.c, 'A/') == []
+
+
+def test_a_pinned_filing_for_an_expiry_whose_pin_went_is_dropped(
+        driver, make_queue, project):
+    """A head filed for its expiry under a client whose pin is gone (its
+    message went, and the pin with it, before the filing did): the claim
+    that meets it removes what is left, which the removal does not name
+    (no pin names the client), so the filing goes in the claim's own
+    bulk delete."""
+    queue = make_queue(STICKY)
+    qs = driver.queue_state(queue, project)
+    filing = names.pinned_obj(names.client_key(MINE), 7, 'gone-id', 1)
+    driver.store.put(qs.c, filing, content_type=names.content_type(
+        g='gk', u='poster', x=1))
+    with sticky.acting_as(MINE):
+        assert claim(driver, queue, project) == (None, [])
+    assert objects(driver, qs, 'A/') == []

@@ -163,11 +163,16 @@ class ClaimController(controller.ClaimController):
             except errors.BackendUnavailable as exc:
                 LOG.warning('Swift: a head filed for its expiry in %s left '
                             'for the next claim (%s)', qs.c, exc)
-                return
-            if message is None:
-                self._tidy(qs, [entry[5]])
+                return None
+            return entry[5] if message is None else None
 
-        self._store.parallel(drop, entries)
+        # The removal deleted each a/ filing, and the A/ filing of a head
+        # whose pin it found; a pinned filing whose pin is gone is left,
+        # and those go in one request.
+        left = [name for name in self._store.parallel(drop, entries)
+                if name is not None and not name.startswith('a/')]
+        if left:
+            self._tidy(qs, left)
 
     @staticmethod
     def _sweep_empty(qs, keep, now):
