@@ -43,15 +43,63 @@ def test_normal_queue_ignores_message_delay(client):
     assert [m['body'] for m in client.claim('plain')] == ['x']
 
 
-@pytest.mark.parametrize('bad', [-1, 901, True, 1.5, '5', None])
+# Our check names the value too; it answers booleans (Zaqar's own lets
+# them through as integers). Zaqar's check answers the rest first, naming
+# the field (and, out of range, the bound) in its own words.
+@pytest.mark.parametrize('bad', [-1, 901, True, False, 1.5, '5', None])
 def test_bad_delay_over_rest_is_400_and_stores_nothing(client, bad):
     client.call('PUT', '/queues/strict', json={'_default_message_delay': 60})
     reply = client.post('strict', {'ttl': 900, 'body': 'good', 'delay': 0},
                         {'ttl': 900, 'body': 'bad', 'delay': bad})
     assert reply.status_code == 400, reply.text
-    assert 'delay' in reply.json()['description'].lower()
+    text = reply.json()['description'].lower()
+    assert 'delay' in text
+    if bad in (-1, 901):
+        assert '900' in text
+    if bad is True or bad is False:
+        assert 'got ' + repr(bad).lower() in text
     assert client.bodies('strict', include_delayed='true') == []
     assert client.stats('strict')['total'] == 0
+
+
+@pytest.mark.parametrize('bad', [-1, 901, True, False, 1.5, '5'])
+def test_bad_default_delay_over_rest_is_400_and_makes_no_queue(client, bad):
+    """A PUT of a queue with a bad ``_default_message_delay``: 400 naming
+    the attribute, and no queue (docs/usage.md, *Delayed delivery*)."""
+    reply = client.call('PUT', '/queues/baddelay',
+                        json={'_default_message_delay': bad})
+    assert reply.status_code == 400, reply.text
+    text = reply.json()['description']
+    assert '_default_message_delay' in text or 'TTL' in text
+    if bad in (-1, 901):
+        assert '900' in text
+    if bad is True or bad is False:
+        assert 'got ' + repr(bad) in text
+    listed = client.call('GET', '/queues').json().get('queues', [])
+    assert 'baddelay' not in [queue['name'] for queue in listed]
+
+
+def test_a_null_default_delay_is_no_default_delay(client):
+    """``"_default_message_delay": null`` is the attribute unset: a normal
+    queue, where a message's delay has no effect (as
+    test_normal_queue_ignores_message_delay)."""
+    reply = client.call('PUT', '/queues/nulldelay',
+                        json={'_default_message_delay': None})
+    assert reply.status_code == 201, reply.text
+    client.post('nulldelay', {'ttl': 900, 'body': 'x', 'delay': 600})
+    assert [m['body'] for m in client.claim('nulldelay')] == ['x']
+
+
+@pytest.mark.parametrize('sticky,status', [(0, 400), (1, 201),
+                                           (604800, 201), (604801, 400)])
+def test_sticky_time_bounds_over_rest(client, sticky, status):
+    """``_message_group_sticky`` takes 1 to 604800 seconds, literally."""
+    reply = client.call('PUT', '/queues/sticky%d' % sticky, json={
+        '_message_group_key': 'g', '_message_group_sticky': sticky})
+    assert reply.status_code == status, reply.text
+    if status == 400:
+        assert '1 to 604800' in reply.json()['description']
+        assert 'got %d' % sticky in reply.json()['description']
 
 
 def test_dead_letter_queue_over_rest(client):
