@@ -22,10 +22,12 @@ import uuid
 import pytest
 from zaqar.storage import errors as storage_errors
 
+from localstack import backends
 from tests.contract.helpers import bodies, claim, listed, post, stats
 from tests.contract.test_queue_stage import through_pipeline
 from zaqar_delay import driver as zaqar_delay_driver
 from zaqar_delay import errors
+from zaqar_delay import retention
 
 GROUPED = {'_message_group_key': 'g'}
 
@@ -645,3 +647,30 @@ def test_gc_removes_what_retention_no_longer_keeps(driver, make_queue,
     assert stats(driver, queue, project)['total'] == 0
     driver.gc()
     assert removed(driver, queue, project) == 5
+
+
+@operator(time=100)
+def test_a_retention_the_operator_has_since_tightened_past_is_refused(
+        driver, project, tmp_path):
+    """A ``_retention`` accepted when set (time 50 under the operator's
+    100) and an operator restarting with a tighter time (30): posts and
+    claims refuse the queue's setting, naming it, and store or take
+    nothing; reads and cleanup use the operator's 30."""
+    queues = through_pipeline(driver)
+    queues.create('q', metadata={'_retention': {'time': 50}},
+                  project=project)
+    post(driver, 'q', project, 'kept')
+    tighter = tmp_path / 'tighter.conf'
+    tighter.write_text('[retention]\ntime = 30\n')
+    # What a restart with the new configuration builds.
+    driver.message_controller._operator_retention = \
+        retention.OperatorRetention(backends.make_conf(
+            config_files=[tighter]))
+    with pytest.raises(errors.InvalidInput) as raised:
+        post(driver, 'q', project, 'refused')
+    assert_named(raised.value, ['_retention', '50', '30'])
+    with pytest.raises(errors.InvalidInput, match='_retention'):
+        claim(driver, 'q', project)
+    assert bodies(listed(driver, 'q', project)) == ['kept']
+    assert driver.message_controller.stats('q', project)['retention'][
+        'time'] == 30
