@@ -121,3 +121,26 @@ def test_a_run_that_fails_midway_run_again_moves_the_rest_once(
                         '--batch', '10')
     assert code == 0, out
     assert [m['id'] for m in listed(ours, 'q', project)] == ids
+
+
+def test_checksum_and_poster_are_kept(zaqar_mongodb, ours, control,
+                                      migrate, project):
+    """Zaqar stores the poster as BSON binary: the moved message must
+    name the same client, so that its poster's own listing without echo
+    still leaves it out."""
+    control.queue_controller.create('q', project=project)
+    zaqar_mongodb.conf.set_override('enable_checksum', True)
+    try:
+        [mid] = zaqar_mongodb.message_controller.post(
+            'q', [{'ttl': 300, 'body': {'x': 1}}], CLIENT, project=project)
+    finally:
+        zaqar_mongodb.conf.clear_override('enable_checksum')
+    source = zaqar_mongodb.message_controller.get('q', mid, project=project)
+    assert source['checksum']
+    assert migrate('--project-id', project, '--source-uri',
+                   SOURCE_URI)[0] == 0
+    [moved] = listed(ours, 'q', project)
+    assert moved['checksum'] == source['checksum']
+    assert listed(ours, 'q', project, echo=False, client_uuid=CLIENT) == []
+    assert len(listed(ours, 'q', project, echo=False,
+                      client_uuid=uuid.uuid4())) == 1

@@ -18,6 +18,7 @@ import datetime
 import math
 from urllib import parse
 
+import bson
 from zaqar.storage.mongodb import utils as mongo_utils
 from zaqar.storage.redis import models as redis_models
 from zaqar.storage.redis import utils as redis_utils
@@ -172,5 +173,13 @@ def _from_mongo(doc):
         expires_ms=int(expires.replace(
             tzinfo=expires.tzinfo or datetime.timezone.utc).timestamp() * 1000),
         due_ms=int(doc.get('d', 0) * 1000) or created_ms,
-        client_uuid=str(doc['u']), checksum=doc.get('cs'))
+        client_uuid=_poster(doc['u']), checksum=doc.get('cs'))
+
+
+def _poster(stored):
+    # Zaqar stores the poster's UUID as BSON binary (subtype 4), which its
+    # client decodes as Binary: str() of that is the raw bytes' repr.
+    if isinstance(stored, bson.binary.Binary):
+        return str(stored.as_uuid())
+    return str(stored)
 
