@@ -7,6 +7,9 @@ with no duplicate."""
 
 import time
 
+from zaqar.storage.redis import subscriptions as redis_subscriptions
+from zaqar.storage.redis import utils as redis_utils
+
 from tests.contract.helpers import listed
 from tests.migrate.conftest import CLIENT
 from tests.migrate.conftest import FOUR_MOVED
@@ -17,6 +20,8 @@ from tests.migrate.conftest import posted_ago
 from tests.migrate.conftest import skip_mongomock_in_a_subprocess
 from tests.migrate.conftest import zaqar_listed
 from tests.migrate.conftest import zaqar_post
+from zaqar_delay.migrate import sources
+
 
 def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
                                                   control, migrate,
@@ -181,3 +186,33 @@ def test_the_command_is_a_console_script():
     setup.read('setup.cfg')
     scripts = setup['options.entry_points']['console_scripts']
     assert 'zaqar-delay-migrate = zaqar_delay.migrate.cli:main' in scripts
+
+
+def test_subscriptions_past_a_short_page_are_carried(
+        zaqar_redis, ours, control, migrate, project, monkeypatch):
+    """Zaqar's Redis list leaves out a subscription whose hash expired
+    while its id is still indexed, so a page comes back short with more
+    to follow (and, when all it read had expired, with no marker): every
+    live one is carried all the same. Pages of 2 here; the first page
+    holds the expired one, the second only expired ones."""
+    monkeypatch.setattr(sources, 'SUBSCRIPTIONS_PAGE', 2)
+    control.queue_controller.create('q', project=project)
+    subs = zaqar_redis.subscription_controller
+    for n in range(6):
+        subs.create('q', 'http://example.com/%d' % n, 3600, {},
+                    project=project)
+    listed_order = subs._client.zrange(
+        redis_utils.scope_subscription_ids_set(
+            'q', project, redis_subscriptions.SUBSCRIPTION_IDS_SUFFIX),
+        0, -1)
+    live = {subs.get('q', sid.decode(), project=project)['subscriber']
+            for sid in listed_order[1:2] + listed_order[4:]}
+    for expired in (0, 2, 3):
+        # What Redis's expiry of the subscription's hash leaves.
+        subs._client.delete(listed_order[expired])
+    code, out = migrate('--project-id', project)
+    assert code == 0, out
+    assert ' 3 subscriptions' in out
+    carried = list(next(ours.subscription_controller.list(
+        'q', project=project, limit=10)))
+    assert {sub['subscriber'] for sub in carried} == live

@@ -21,11 +21,14 @@ from urllib import parse
 import bson
 from zaqar.storage.mongodb import utils as mongo_utils
 from zaqar.storage.redis import models as redis_models
+from zaqar.storage.redis import subscriptions as redis_subscriptions
 from zaqar.storage.redis import utils as redis_utils
 
 from zaqar_delay import errors
 
 KINDS = ('redis', 'mongodb', 'swift')
+# Subscriptions read per request.
+SUBSCRIPTIONS_PAGE = 100
 
 
 @dataclasses.dataclass
@@ -97,17 +100,24 @@ class Source:
         page ending at ``marker`` are gone."""
         return marker
 
-    def subscriptions(self, queue, project, limit=100):
-        """Every subscription of the queue, as Zaqar lists them."""
+    def subscriptions(self, queue, project):
+        """Every subscription of the queue, as Zaqar lists them. A page
+        can come back short with more to follow (Zaqar's drivers leave
+        out a subscription that expired and is still indexed), so only a
+        page that moves the marker no further ends the walk."""
         marker = None
         while True:
-            pages = self.driver.subscription_controller.list(
-                queue, project=project, marker=marker, limit=limit)
-            page = list(next(pages))
-            marker = next(pages)
+            page, after = self._subscription_page(queue, project, marker)
             yield from page
-            if len(page) < limit:
+            if not after or after == marker:
                 return
+            marker = after
+
+    def _subscription_page(self, queue, project, marker):
+        pages = self.driver.subscription_controller.list(
+            queue, project=project, marker=marker,
+            limit=SUBSCRIPTIONS_PAGE)
+        return list(next(pages)), next(pages)
 
 
 class RedisSource(Source):
@@ -137,6 +147,24 @@ class RedisSource(Source):
 
     def after_delete(self, marker, deleted):
         return marker - deleted
+
+    def _subscription_page(self, queue, project, marker):
+        """Zaqar's page after the id ``marker`` names, with the id it
+        read last as the next marker: its own next marker is the last
+        subscription it returned, none when all it read had expired."""
+        key = redis_utils.scope_subscription_ids_set(
+            queue, project, redis_subscriptions.SUBSCRIPTION_IDS_SUFFIX)
+        client = self.driver.subscription_controller._client
+        start = 0 if marker is None else client.zrank(key, marker)
+        if start is None:
+            return [], None
+        if marker is not None:
+            start += 1
+        read = client.zrange(key, start, start + SUBSCRIPTIONS_PAGE - 1)
+        if not read:
+            return [], None
+        page, _ = super()._subscription_page(queue, project, marker)
+        return page, read[-1].decode()
 
 
 def _from_redis(message):
