@@ -5,6 +5,7 @@ active (claims, renews or deletes within the sticky time)."""
 import pytest
 
 from tests.contract.helpers import claim, listed, post, stats
+from tests.contract.test_consumers import Reader
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay import stages
@@ -352,3 +353,103 @@ def test_groups_and_pins_of_one_project_never_reach_another(
     assert groups(other)['a'] == (2, True, BOB)
     assert listed(driver, 'target', other) == []
     assert stats(driver, queue, other)['total'] == 4
+
+
+def test_claims_that_find_nothing_keep_a_client_active(
+        sticky_queue, driver, project, clock):
+    """Alice empties group 'a' (its pin stays) and then only claims, each
+    finding nothing, within the sticky time: she stays active, so Bob
+    still gets nothing of 'a' long after her delete alone would have
+    lapsed. Once she stops claiming, after the sticky time he gets it."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1))
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    for _ in range(2):
+        clock.advance(STICKY_S - 1)
+        assert claim_as(ALICE, driver, queue, project) == (None, [])
+    # Her delete alone kept her active only until STICKY_S.
+    post(driver, queue, project, msg('a', 2), msg('b', 1))
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['b1']
+    clock.advance(STICKY_S - 1)
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    clock.advance(1)
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['a2']
+
+
+def test_persistent_consumers_read_every_message_and_pin_nothing(
+        sticky_queue, driver, project):
+    """Persistent consumers read, they do not claim: on a sticky queue
+    one reads every message in posting order (a head pinned to Alice and
+    the members its group blocks included), whether or not a client is
+    known (no Client-ID in the context, or its own consume id), and its
+    reads pin no group: Bob then claims every group Alice does not
+    hold."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1),
+         msg('a', 3), msg('b', 2), msg('c', 1))
+    claim_id, got = claim_as(ALICE, driver, queue, project, limit=1)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+
+    def read_all(reader):
+        got, marker = reader.page(limit=2)
+        seen = list(got)
+        while got:
+            got, marker = reader.page(marker, limit=2)
+            seen.extend(got)
+        return ['%s%s' % (body['g'], body['n']) for body in seen]
+
+    everything = ['a2', 'b1', 'a3', 'b2', 'c1']
+    assert read_all(Reader(driver, queue, project)) == everything
+    reader = Reader(driver, queue, project)
+    with sticky.acting_as(str(reader.id)):
+        assert read_all(reader) == everything
+    assert stats(driver, queue, project)['groups_pinned'] == 1
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['b1', 'c1']
+
+
+def test_a_group_with_no_message_left_stays_pinned_in_stats(
+        sticky_queue, driver, project, clock):
+    """Alice claims and deletes the only message of group 'a': while she
+    stays active, stats still count 'a' in groups_pinned (the pin
+    outlives its group), and a message posted to it later is hers."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1))
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    counts = stats(driver, queue, project)
+    assert counts['total'] == 0 and counts['groups_pinned'] == 1
+    clock.advance(STICKY_S - 1)
+    assert stats(driver, queue, project)['groups_pinned'] == 1
+    post(driver, queue, project, msg('a', 2))
+    assert claim_as(BOB, driver, queue, project) == (None, [])
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
+
+
+@pytest.mark.parametrize('bound', [rules.ZAQAR_PURGE_POP, 1000])
+def test_zaqars_purge_within_the_client_bound_is_an_ordinary_pop(
+        sticky_queue, driver, project, bound):
+    """With [transport] max_messages_per_claim_or_pop at 100 or more,
+    Zaqar's purge pop of 100 is one a client may make: the drivers
+    cannot tell it from a client's pop, so it pops as the purging
+    client, takes only free groups (pinning them to itself) and leaves
+    the groups pinned to other active clients to them."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1),
+         msg('b', 2), msg('c', 1), msg('c', 2))
+    for client in (ALICE, BOB):
+        claim_id, got = claim_as(client, driver, queue, project, limit=1)
+        delete_as(client, driver, queue, project, got, claim_id)
+    driver.conf.set_override('max_messages_per_claim_or_pop', bound,
+                             group='transport')
+    with sticky.acting_as('purger'):
+        assert names(driver.message_controller.pop(
+            queue, rules.ZAQAR_PURGE_POP, project=project)) == ['c1']
+    counts = stats(driver, queue, project)
+    assert counts['total'] == 3 and counts['groups_pinned'] == 3
+    assert claim_as('carol', driver, queue, project) == (None, [])
+    assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['b2']
+    with sticky.acting_as('purger'):
+        assert names(driver.message_controller.pop(
+            queue, rules.ZAQAR_PURGE_POP, project=project)) == ['c2']
