@@ -662,3 +662,56 @@ def test_a_deleted_subscription_is_gone_from_the_report(driver, make_queue,
     reader.remove()
     with pytest.raises(storage_errors.SubscriptionDoesNotExist):
         reader.options()
+
+
+# -- what lost counts (docs/usage.md, Persistent consumers) ------------------
+
+def test_a_message_deleted_between_two_kept_ones_further_on_is_not_lost(
+        driver, make_queue, project):
+    """docs/usage.md: a message that goes from between two kept ones
+    further on is not counted. Tried: the consumer was handed a; another
+    client deletes c, beyond b (the next message it is handed); the
+    consumer reads through in pages of two, so c's empty position falls
+    inside a page. lost measures how far it fell behind, not every
+    message it never saw: 0, though c never reached it."""
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    ids = post(driver, queue, project, 'a', 'b', 'c', 'd', 'e')
+    got, marker = reader.page(limit=1)
+    assert got == ['a']
+    driver.message_controller.delete(queue, ids[2], project=project)
+    read = []
+    while True:
+        got, marker = reader.page(marker, limit=2)
+        if not got:
+            break
+        read += got
+    assert read == ['b', 'd', 'e']
+    assert reader.state().lost == 0
+    assert reader.options()['lost'] == 0
+
+
+def test_a_message_right_after_the_cursor_that_expires_is_lost(
+        driver, make_queue, project, clock):
+    """docs/usage.md: when the messages right after what the consumer was
+    handed went before it got them (retention, ttl, another client's
+    delete), the positions skipped are added to its lost. Tried with ttl
+    alone (no retention): b, right after a (handed and acknowledged),
+    runs out before the consumer lists again; its next page begins at c
+    and b counts once, however often that page is handed."""
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    post(driver, queue, project, 'a')
+    post(driver, queue, project, 'b', ttl=60)
+    post(driver, queue, project, 'c')
+    got, marker = reader.page(limit=1)
+    assert got == ['a']
+    clock.advance(61)
+    assert bodies(listed(driver, queue, project)) == ['a', 'c']
+    got, marker_c = reader.page(marker)
+    assert got == ['c']
+    assert reader.state().lost == 1
+    # Handed again (not acknowledged): not counted twice.
+    assert reader.page()[0] == ['c']
+    reader.page(marker_c)
+    assert reader.options()['lost'] == 1

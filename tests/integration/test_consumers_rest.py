@@ -167,3 +167,36 @@ def test_a_consumer_marker_that_is_no_position_is_400_naming_it(
         assert plain.bodies('feed', marker=marker) == []
     # Nothing was acknowledged: the page is handed again.
     assert consumer.bodies('feed') == [1]
+
+
+# A fixed id with letters in it (parameters are test ids, which every
+# xdist worker must collect alike).
+SOME_ID = uuid.UUID('0f8738f5-694a-4a54-b936-600821b323ba')
+
+
+@pytest.mark.parametrize('consume_id', [
+    'not-a-uuid', '', str(SOME_ID).upper(), SOME_ID.hex,
+    '{' + str(SOME_ID) + '}'],
+    ids=['not-a-uuid', 'empty', 'upper-case', 'no-dashes', 'braces'])
+def test_a_malformed_cursor_subscriber_is_400_and_nothing_stored(
+        client, consume_id):
+    """docs/usage.md: a malformed ``cursor:`` subscriber is refused with
+    400 and nothing is stored. Tried over Zaqar's REST API, the scheme
+    allowed: consume_ids that are no Client-ID in canonical form (a UUID,
+    lower case with dashes; consumers.consume_id_of). The 400 names the
+    subscriber, so it is not Zaqar refusing the scheme; the subscription
+    list stays empty, and the same UUID in canonical form is then
+    accepted."""
+    assert client.call('PUT', '/queues/feed', json={}).status_code == 201
+    subscriber = 'cursor:' + consume_id
+    reply = client.call('POST', '/queues/feed/subscriptions', json={
+        'subscriber': subscriber, 'ttl': 3600, 'options': {}})
+    assert reply.status_code == 400, reply.text
+    assert repr(subscriber) in reply.json()['description']
+    listing = client.call('GET', '/queues/feed/subscriptions')
+    assert listing.status_code == 200, listing.text
+    assert listing.json()['subscriptions'] == []
+    reply = client.call('POST', '/queues/feed/subscriptions', json={
+        'subscriber': 'cursor:' + str(SOME_ID), 'ttl': 3600,
+        'options': {}})
+    assert reply.status_code == 201, reply.text
