@@ -150,8 +150,7 @@ def run(conf, source, target, out, selected):
     verified."""
     total = sum(source.count(queue, project) for project, queue in selected)
     # A move reads the source twice: once to move, once to verify.
-    steps = total if conf.dry_run else 2 * total
-    report = progress.Progress(steps, out)
+    report = progress.Progress(total, out, passes=1 if conf.dry_run else 2)
     report.say('{} queues, {} messages in the source{}'.format(
         len(selected), total, ' (dry run)' if conf.dry_run else ''))
     work = mover.Mover(source, target, conf.batch, report)
