@@ -216,3 +216,44 @@ def test_subscriptions_past_a_short_page_are_carried(
     carried = list(next(ours.subscription_controller.list(
         'q', project=project, limit=10)))
     assert {sub['subscriber'] for sub in carried} == live
+
+
+def test_a_message_redis_expired_is_counted_as_expired(
+        zaqar_redis, ours, control, migrate, project):
+    """Zaqar sets an EXPIRE on each message's hash: once Redis expired
+    it, only its id is left in the queue's set (until Zaqar's gc). The
+    command counts it as expired, and its progress reaches the total."""
+    control.queue_controller.create('q', project=project)
+    ids = zaqar_post(zaqar_redis, 'q', project, ['a', 'gone', 'b'])
+    zaqar_redis.message_controller._client.delete(ids[1])
+    code, out = migrate('--project-id', project, '--dry-run')
+    assert code == 0, out
+    assert '2 messages (1 expired, skipped)' in out
+    assert 'counted: 3 / 3 messages' in out
+
+
+def test_a_message_that_expires_between_verify_and_delete_moves_no_rank(
+        zaqar_redis, ours, control, migrate, project, monkeypatch):
+    """--delete-source: a message that Redis expires after it was
+    verified, before its page's delete, is skipped by Zaqar's bulk
+    delete, which then leaves its id in the set; the command takes it
+    out, so the ranks it counts on (after_delete) stay right: every
+    message is read once per pass and the source ends empty."""
+    control.queue_controller.create('q', project=project)
+    ids = zaqar_post(zaqar_redis, 'q', project, range(6))
+    client = zaqar_redis.message_controller._client
+    real_delete = sources.Source.delete
+
+    def expires_first(self, queue, project_, message_ids):
+        if message_ids and message_ids[0] == ids[2]:
+            client.delete(ids[2])
+        real_delete(self, queue, project_, message_ids)
+
+    monkeypatch.setattr(sources.Source, 'delete', expires_first)
+    code, out = migrate('--project-id', project, '--batch', '2',
+                        '--delete-source')
+    assert code == 0, out
+    assert '6 verified, 0 differences, 6 deleted from the source' in out
+    assert 'verified: 12 / 12 messages' in out
+    assert 'verified: 13 /' not in out
+    assert client.zcard(redis_utils.msgset_key('q', project)) == 0

@@ -142,8 +142,20 @@ class RedisSource(Source):
         if not ids:
             return [], None
         found = redis_models.Message.from_redis_bulk(ids, client)
-        return [_from_redis(m) for m in found if m is not None], \
+        # A message Redis expired keeps its id in the set until Zaqar's
+        # gc: counted as expired, not moved.
+        return [expired_message(mid.decode()) if m is None
+                else _from_redis(m) for mid, m in zip(ids, found)], \
             start + len(ids)
+
+    def delete(self, queue, project, message_ids):
+        """Zaqar's bulk delete leaves in the set the id of a message that
+        expired since it was verified: it goes too, so each id deleted
+        moves the ranks after it by one (after_delete)."""
+        super().delete(queue, project, message_ids)
+        if message_ids:
+            self.messages._client.zrem(
+                redis_utils.msgset_key(queue, project), *message_ids)
 
     def after_delete(self, marker, deleted):
         return marker - deleted
@@ -165,6 +177,12 @@ class RedisSource(Source):
             return [], None
         page, _ = super()._subscription_page(queue, project, marker)
         return page, read[-1].decode()
+
+
+def expired_message(message_id):
+    """What a source reads for a message it no longer holds."""
+    return SourceMessage(id=message_id, body=None, created_ms=0,
+                         expires_ms=0, due_ms=0, client_uuid=None)
 
 
 def _from_redis(message):

@@ -155,9 +155,7 @@ class SwiftSource(sources.Source):
                 raise
             # Expired (Swift hides it before its expirer removes it) or
             # deleted since the listing: counted as expired, not moved.
-            return sources.SourceMessage(
-                id=name, body=None, created_ms=0, expires_ms=0, due_ms=0,
-                client_uuid=None)
+            return sources.expired_message(name)
         message = jsonutils.loads(content)
         created_ms = created_ms_of(name) or int(
             float(headers['x-timestamp']) * 1000)
