@@ -197,6 +197,13 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         not bring back what was consumed here."""
         self._insert(queue, project, messages, client_uuid)
 
+    @abc.abstractmethod
+    def carried_in(self, queue, project, message_ids):
+        """Those of ``message_ids`` a move carried in earlier, whether or
+        not they are still here: verifying a move run again after
+        consumers used this store, a message missing here was consumed,
+        not lost."""
+
     # -- Zaqar's API -------------------------------------------------------
 
     @_policy_call

@@ -5,8 +5,10 @@ ttl; a dry run changes nothing; --delete-source deletes only what the
 target verifiably holds; a run killed midway and run again moves the rest
 with no duplicate."""
 
+import json
 import time
 
+import pytest
 from zaqar.storage.redis import subscriptions as redis_subscriptions
 from zaqar.storage.redis import utils as redis_utils
 
@@ -127,21 +129,73 @@ def test_filters_pick_projects_and_queues(zaqar_redis, ours, control,
     assert [m['body'] for m in listed(ours, 'q1', other)] == ['q1' + other]
 
 
+def carry_in_altered(ours, monkeypatch, alter):
+    """The target's carry_in stores each message as ``alter`` returns it
+    (None: not at all), as a target that kept it wrongly would."""
+    target_class = type(ours.message_controller)
+    carry_in = target_class.carry_in
+
+    def altered(self, queue, project, messages, client_uuid):
+        kept = [alter(m) for m in messages]
+        carry_in(self, queue, project, [m for m in kept if m is not None],
+                 client_uuid)
+
+    monkeypatch.setattr(target_class, 'carry_in', altered)
+
+
 def test_delete_source_deletes_only_what_the_target_holds(
-        zaqar_redis, ours, control, migrate, project):
+        zaqar_redis, ours, control, migrate, project, monkeypatch):
     control.queue_controller.create('q', project=project)
     ids = zaqar_post(zaqar_redis, 'q', project, ['a', 'b', 'c'])
-    assert migrate('--project-id', project)[0] == 0
+    # A target that never took 'c'.
+    carry_in_altered(ours, monkeypatch,
+                     lambda m: None if m.id == ids[2] else m)
+    assert migrate('--project-id', project)[0] == 1
     # A consumer of the target deleted 'b' meanwhile: the next move does
-    # not bring it back, so it is not verified and stays in the source.
+    # not bring it back, and verifies it as consumed there
+    # (docs/migration.md, step 6: run again once clients used the new
+    # store); 'c', missing and never carried in, is a difference and
+    # stays in the source.
     ours.message_controller.delete('q', ids[1], project=project)
     code, out = migrate('--project-id', project, '--delete-source')
-    assert code == 1
-    assert 'message {}: missing in the target'.format(ids[1]) in out
-    assert '2 verified, 1 differences, 2 deleted from the source' in out
+    assert code == 1, out
+    assert 'message {}: missing in the target'.format(ids[2]) in out
+    assert '2 verified (1 consumed in the target), 1 differences, ' \
+        '2 deleted from the source' in out
+    assert [m['id'] for m in zaqar_listed(zaqar_redis, 'q', project,
+                                          ids)] == [ids[2]]
+    assert [m['body'] for m in listed(ours, 'q', project)] == ['a']
+
+
+@pytest.mark.parametrize('kept_wrong, shown', [
+    (dict(body='B'), 'body differs'),
+    (dict(ttl=3000), 'remaining ttl differs'),
+    (dict(age_ms=0), 'age differs'),
+    (dict(checksum='MD5:0'), 'checksum differs')])
+def test_verify_compares_what_a_message_keeps(
+        zaqar_redis, ours, control, migrate, project, monkeypatch,
+        kept_wrong, shown):
+    """A copy whose body, remaining ttl, age or checksum the target did
+    not keep is a difference, and --delete-source leaves its source."""
+    control.queue_controller.create('q', project=project)
+    zaqar_redis.conf.set_override('enable_checksum', True)
+    try:
+        ids = posted_ago(100, lambda: zaqar_redis.message_controller.post(
+            'q', [{'ttl': 600, 'body': 'a'}, {'ttl': 600, 'body': 'b'}],
+            CLIENT, project=project))
+    finally:
+        zaqar_redis.conf.clear_override('enable_checksum')
+    fields = dict(kept_wrong)
+    if 'body' in fields:
+        fields['body_json'] = json.dumps(fields['body'])
+    carry_in_altered(ours, monkeypatch, lambda m: m._replace(
+        **fields) if m.id == ids[1] else m)
+    code, out = migrate('--project-id', project, '--delete-source')
+    assert code == 1, out
+    assert 'message {}: {}'.format(ids[1], shown) in out
+    assert '1 verified, 1 differences, 1 deleted from the source' in out
     assert [m['id'] for m in zaqar_listed(zaqar_redis, 'q', project,
                                           ids)] == [ids[1]]
-    assert [m['body'] for m in listed(ours, 'q', project)] == ['a', 'c']
 
 
 def test_a_killed_run_run_again_moves_the_rest_once(
@@ -257,3 +311,14 @@ def test_a_message_that_expires_between_verify_and_delete_moves_no_rank(
     assert 'verified: 12 / 12 messages' in out
     assert 'verified: 13 /' not in out
     assert client.zcard(redis_utils.msgset_key('q', project)) == 0
+
+
+def test_ten_differences_are_printed_and_all_counted(
+        zaqar_redis, ours, control, migrate, project, monkeypatch):
+    control.queue_controller.create('q', project=project)
+    zaqar_post(zaqar_redis, 'q', project, range(12))
+    carry_in_altered(ours, monkeypatch, lambda m: None)
+    code, out = migrate('--project-id', project)
+    assert code == 1, out
+    assert out.count(': missing in the target') == 10
+    assert '0 verified, 12 differences' in out

@@ -7,7 +7,8 @@ consumer deleted (every target remembers what it carried in until it
 expires), so a move killed at any point and run again re-reads the
 source and stores only what is missing. The source is never changed
 except by ``delete``, which removes only messages whose copy in the
-target was read back with the same body.
+target was read back with the same body, age, remaining ttl and
+checksum, or that the target carried in and its consumers removed.
 """
 
 import dataclasses
@@ -20,6 +21,9 @@ from zaqar_delay import rules
 
 # Differences listed per queue at most (the count says how many in all).
 SHOWN_DIFFERENCES = 10
+# Ages and ttls are whole seconds, read from two stores' clocks: the
+# rounding of both (2 s) and what clocks kept by NTP can drift apart.
+CLOCK_SLACK_MS = 5000
 
 
 @dataclasses.dataclass
@@ -29,16 +33,19 @@ class QueueReport:
     messages: int = 0        # live messages read from the source
     expired: int = 0         # found expired in the source, not moved
     subscriptions: int = 0
-    verified: int = 0        # found in the target with the same body
+    verified: int = 0        # the same in the target, or consumed there
+    consumed: int = 0        # of those verified: consumed there
     deleted: int = 0         # deleted from the source (verified only)
     differences: list = dataclasses.field(default_factory=list)
 
     def line(self):
         return ('{}/{}: {} messages ({} expired, skipped), {} '
-                'subscriptions, {} verified, {} differences, {} deleted '
+                'subscriptions, {} verified{}, {} differences, {} deleted '
                 'from the source').format(
                     self.project or '', self.queue, self.messages,
                     self.expired, self.subscriptions, self.verified,
+                    ' ({} consumed in the target)'.format(self.consumed)
+                    if self.consumed else '',
                     len(self.differences), self.deleted)
 
 
@@ -110,7 +117,7 @@ class Mover:
         page. Differences go into ``report``."""
 
         def verify_page(page, live):
-            good = self._verified(queue, project, live, report.differences)
+            good = self._verified(queue, project, live, report)
             report.verified += len(good)
             self.progress.add(len(page), 'verified')
             if delete and good:
@@ -128,21 +135,35 @@ class Mover:
                                           'target'.format(sub['subscriber']))
         return report
 
-    def _verified(self, queue, project, live, differences):
-        found = {m['id']: m for m in self.target.message_controller.bulk_get(
+    def _verified(self, queue, project, live, report):
+        """The ids of ``live`` whose copy in the target matches, or that
+        the target carried in and its consumers removed since (a move
+        run again after clients used it); what differs goes into the
+        report's differences."""
+        differences = report.differences
+        messages = self.target.message_controller
+        found = {m['id']: m for m in messages.bulk_get(
             queue, [m.id for m in live], project=project)}
+        now = now_ms()
+        missing = [m.id for m in live
+                   if m.id not in found and m.expires_ms > now]
+        consumed = messages.carried_in(queue, project, missing) \
+            if missing else set()
         good = []
         for message in live:
             copy = found.get(message.id)
             if copy is None:
-                if message.expires_ms > now_ms():
+                if message.id in consumed:
+                    report.consumed += 1
+                    good.append(message.id)
+                elif message.expires_ms > now:
                     differences.append('message {}: missing in the '
                                        'target'.format(message.id))
-            elif copy['body'] != _as_stored(message.body):
-                differences.append('message {}: body differs: source {!r}, '
-                                   'target {!r}'.format(
-                                       message.id, message.body,
-                                       copy['body']))
+                continue
+            wrong = _difference(message, copy, now)
+            if wrong:
+                differences.append('message {}: {}'.format(message.id,
+                                                          wrong))
             else:
                 good.append(message.id)
         return good
@@ -174,6 +195,28 @@ def _carried(message, now, policy):
     return rules.carried_message(
         message.id, message.body, message.ttl_s(), message.delay_s(),
         max(0, now - message.created_ms), policy, message.checksum)
+
+
+def _difference(message, copy, now):
+    """What of ``message`` its ``copy`` (as the target's API shows it)
+    did not keep, or None. Age and remaining ttl are in whole seconds on
+    two stores' clocks: within CLOCK_SLACK_MS."""
+    if copy['body'] != _as_stored(message.body):
+        return 'body differs: source {!r}, target {!r}'.format(
+            message.body, copy['body'])
+    if message.checksum and copy.get('checksum') != message.checksum:
+        return 'checksum differs: source {!r}, target {!r}'.format(
+            message.checksum, copy.get('checksum'))
+    age_ms = now - message.created_ms
+    if abs(copy['age'] * 1000 - age_ms) > CLOCK_SLACK_MS:
+        return 'age differs: source {:.0f} s, target {} s'.format(
+            age_ms / 1000, copy['age'])
+    left_ms = message.expires_ms - now
+    copy_left_ms = (copy['ttl'] - copy['age']) * 1000
+    if abs(copy_left_ms - left_ms) > CLOCK_SLACK_MS:
+        return 'remaining ttl differs: source {:.0f} s, target {} s'.format(
+            left_ms / 1000, copy['ttl'] - copy['age'])
+    return None
 
 
 def _as_stored(body):

@@ -129,6 +129,9 @@ class MessageController(controller.MessageController):
         reservations.release(self.driver, queue, project, token,
                              [docs[i][f.POSITION] for i in unused])
 
+    def carried_in(self, queue, project, message_ids):
+        return carried.before(self.driver, project, list(message_ids))
+
     def carry_in(self, queue, project, messages, client_uuid):
         # Run again, a move brings nothing twice: an id carried in before
         # is skipped even once a consumer deleted it (carried.py), and

@@ -50,6 +50,16 @@ class MessageController(controller.MessageController):
     def carry_in(self, queue, project, messages, client_uuid):
         self._store(queue, project, messages, client_uuid, 'carry')
 
+    def carried_in(self, queue, project, message_ids):
+        carried = dict(zip(keys.QUEUE_KEY_SUFFIXES,
+                           keys.queue_keys(queue, project)))['carried']
+        ids = list(message_ids)
+        scores = self.driver.pipelined(
+            lambda pipe: [pipe.zscore(carried, mid) for mid in ids]) \
+            if ids else []
+        return {mid for mid, score in zip(ids, scores)
+                if score is not None}
+
     def _store(self, queue, project, messages, client_uuid, mode):
         """post.lua in ``mode`` (its ARGV[6]): '1' for ids this call made
         up, whose first attempt skips the per-id checks only a retry

@@ -39,6 +39,14 @@ class MessageController(controller.MessageController):
         # a consumed one is never stored again by a later run.
         self._insert(queue, project, messages, client_uuid, copies=True)
 
+    def carried_in(self, queue, project, message_ids):
+        container = self._state(queue, project).c
+        ids = list(message_ids)
+        found = self._store.parallel(
+            lambda mid: self._store.head(container, names.received_obj(mid)),
+            ids)
+        return {mid for mid, head in zip(ids, found) if head is not None}
+
     def _insert_new(self, queue, project, messages, client_uuid):
         return self._insert(queue, project, messages, client_uuid)
 
