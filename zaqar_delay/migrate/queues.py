@@ -50,8 +50,7 @@ def all_projects(control):
                  for key in queues._client.scan_iter(
                      match='*' + _REDIS_QSET_SUFFIX)}
     elif isinstance(queues, mongo_queues.QueueController):
-        found = {scoped.split('/', 1)[0] for scoped in
-                 queues._collection.distinct('p_q')}
+        found = set(_mongo_projects(queues._collection))
     elif isinstance(queues, sql_queues.QueueController):
         found = {row[0] for row in queues.driver.fetch_all(
             sa.sql.select(sql_tables.Queues.c.project).distinct())}
@@ -61,3 +60,20 @@ def all_projects(control):
             'them with --project-id'.format(type(queues).__module__))
     return sorted((project or None for project in found),
                   key=lambda project: project or '')
+
+
+def _mongo_projects(collection):
+    """Zaqar's ``p_q`` ("<project>/<queue>", indexed) holds the project:
+    one indexed lookup per project, each for the first name past the one
+    before ('0' sorts right after '/'), rather than a distinct() of every
+    queue, which MongoDB answers in one document of at most 16 MB."""
+    after = ''
+    while True:
+        first = collection.find_one({'p_q': {'$gte': after}},
+                                    {'p_q': True, '_id': False},
+                                    sort=[('p_q', 1)])
+        if first is None:
+            return
+        project = first['p_q'].split('/', 1)[0]
+        yield project
+        after = project + '0'
