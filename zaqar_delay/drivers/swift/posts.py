@@ -14,10 +14,11 @@ ids (it made them up, and has returned none yet): an ``m/`` object is
 written once, never overwritten, as a read can return an older version
 of an object Swift replaced; the objects written under the old ids, never
 filed, are deleted. Copies (dead letters, moved groups, migration) keep
-their ids and are written after the wait, as one stored before may have
-to take its stored position instead.
+their ids: what an earlier call stored of them is read first, and keeps
+its position (_store_copies).
 """
 
+import functools
 import json
 import logging
 import random
@@ -43,8 +44,7 @@ def store(qs, stored, now, copies=False):
     back. Unless they are ``copies``, the ids are the post's own, and a
     message may get a new one."""
     if copies:
-        allocate(qs, stored, now)
-        return qs.store.parallel(lambda m: _store_copy(qs, m), stored)
+        return _store_copies(qs, stored, now)
     writes = _Writes(qs, stored)
     try:
         allocate(qs, stored, now, meanwhile=writes, moved=writes.move)
@@ -139,20 +139,91 @@ class _Writes:
                         '%s', len(written), self.qs.c, exc)
 
 
+def _store_copies(qs, stored, now):
+    """``store`` of copies, which keep their ids: what an earlier call
+    (cut short, or that made it) stored already is read first, each
+    message's ``r/`` marker and ``m/`` in one parallel round. One still
+    here keeps its stored position and fields and is filed again (filing
+    twice is harmless); one with a marker and no message was consumed
+    here, and is skipped. The others get positions: those that come
+    before one stored already in this batch take their own positions of
+    the call cut short (_positions_of_before), so the batch keeps its
+    order; the rest go after the last position listed."""
+    reads = qs.store.parallel(lambda read: read(), [
+        functools.partial(qs.store.head, qs.c, names.received_obj(m.id))
+        for m in stored] + [
+        functools.partial(qs.store.get_json, qs.c, names.message_obj(m.id))
+        for m in stored])
+    markers, found = reads[:len(stored)], reads[len(stored):]
+    before = {}
+    kept = [True] * len(stored)
+    for index, (message, marker, copy) in enumerate(zip(stored, markers,
+                                                        found)):
+        if copy is not None:
+            before[index] = _take_stored(message, copy[1])
+        elif marker is not None:
+            kept[index] = False
+    fresh = [i for i, ok in enumerate(kept) if ok and i not in before]
+    placed = _positions_of_before(qs, stored, before, [
+        i for i in fresh if i < max(before, default=-1)])
+    rest = [stored[i] for i in fresh if i not in placed]
+    if rest:
+        allocate(qs, rest, now)
+    fresh_kept = qs.store.parallel(lambda i: _store_copy(qs, stored[i]),
+                                   fresh)
+    for index, ok in zip(fresh, fresh_kept):
+        kept[index] = ok
+    # Before a copy can be claimed, so before it can be deleted; again
+    # for one stored before, whose call may have died before its marker.
+    qs.store.parallel(lambda m: qs.store.put(
+        qs.c, names.received_obj(m.id), headers=qs.delete_at(
+            m.expires + names.RECEIVED_MEMORY_S * 1000)),
+        [m for m, ok in zip(stored, kept) if ok])
+    return kept
+
+
+def _take_stored(message, record):
+    """``message`` takes the position and fields of its stored copy."""
+    message.pos, message.due, message.group = (record['p'], record['d'],
+                                               record.get('g'))
+    return record['p']
+
+
+def _positions_of_before(qs, stored, before, missing):
+    """A call cut short took consecutive positions for its batch and
+    stored some of it: the ``missing`` (indexes, each before one stored)
+    take their own positions of that call back, read by name (its ``p/``
+    names the id), so they are not filed after messages posted after
+    them. Returns the indexes placed; any other (the batch is not the
+    one cut short, or a position is gone) goes after the last position,
+    as before."""
+    bases = {pos - index for index, pos in before.items()}
+    if not missing or len(bases) != 1:
+        return set()
+    base = bases.pop()
+    heads = qs.store.parallel(
+        lambda i: qs.store.head(qs.c, names.position_obj(base + i)),
+        missing)
+    placed = set()
+    for index, head in zip(missing, heads):
+        if head is not None and names.ct_params(head.get(
+                'content-type')).get('id') == stored[index].id:
+            stored[index].pos = base + index
+            placed.add(index)
+    if len(placed) < len(missing):
+        LOG.warning('Swift: %d copies into %s go after the last position, '
+                    'not to where a call cut short had them',
+                    len(missing) - len(placed), qs.c)
+    return placed
+
+
 def _store_copy(qs, message):
-    if qs.store.head(qs.c, names.received_obj(message.id)) is not None:
-        # Copied here before: still here (filed again, in case that copy
-        # was cut short), or consumed (skipped).
-        created = False
-    else:
-        created = _put_message(qs, message, exclusive=True)
+    """Store one copy at its position; True if it is to be filed (it was
+    stored, or a racing call stored it: see _adopt)."""
+    created = _put_message(qs, message, exclusive=True)
     if not created and not _adopt(qs, message, copies=True):
         qs.store.delete(qs.c, names.position_obj(message.pos))
         return False
-    # Before it can be claimed, so before it can be deleted.
-    qs.store.put(qs.c, names.received_obj(message.id),
-                 headers=qs.delete_at(message.expires
-                                      + names.RECEIVED_MEMORY_S * 1000))
     return True
 
 
