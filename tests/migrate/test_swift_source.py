@@ -6,6 +6,7 @@ subscriptions carried; expired messages counted, not moved;
 --delete-source; a run killed midway and run again moves the rest once."""
 
 import time
+import uuid
 
 import pytest
 
@@ -131,3 +132,30 @@ def test_a_killed_run_run_again_moves_the_rest_once(
     after = killed_and_run_again(ours, command, project, ids, batch=3,
                                  moved_batches=3)
     assert [m['body'] for m in after] == list(range(30))
+
+
+def test_names_sort_by_their_whole_uuid1_time():
+    """Two uuid1 names made in one ms, the later one's low 32 bits of
+    time wrapped (its text sorts first): posting order is their time."""
+    # 300 ticks (30 us) below a wrap of the low 32 bits, early enough in
+    # its millisecond (10,000 ticks) that 600 ticks later is still in it.
+    tick = (0x01B21DD213814000 + 1_700_000_000_000 * 10_000) \
+        | 0xFFFFFFFF
+    tick -= 299
+    while tick % 10_000 > 9_000:
+        tick += 1 << 32
+
+    def uuid1_at(ticks):
+        return str(uuid.UUID(fields=(
+            ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF,
+            ((ticks >> 48) & 0x0FFF) | 0x1000, 0x80, 0x00, 0x1234),
+            version=1))
+
+    earlier, later = uuid1_at(tick), uuid1_at(tick + 600)
+    assert (tick + 600) & 0xFFFFFFFF < tick & 0xFFFFFFFF
+    assert swift_source.created_ms_of(earlier) == \
+        swift_source.created_ms_of(later)
+    assert later < earlier, 'the wrap puts the later name first as text'
+    listed_names = [later, 'not-a-uuid', earlier]
+    assert sorted(listed_names, key=swift_source._posting_order) == [
+        earlier, later, 'not-a-uuid']

@@ -50,6 +50,15 @@ def created_ms_of(name):
     return (parsed.time - _UUID1_EPOCH) // 10000
 
 
+def _posting_order(name):
+    """Sort key: a uuid1's whole time (100 ns ticks; within one ms its
+    text does not follow it once the low 32 bits wrap), then the name;
+    names that are no uuid1 (not written by Zaqar) go last."""
+    if created_ms_of(name) is None:
+        return (1, 0, name)
+    return (0, uuid.UUID(name).time, name)
+
+
 class TempauthClient:
     """Zaqar's Swift client wrapper, which speaks only Keystone, for a
     Swift with tempauth (``?auth=v1`` in the source URI): the same
@@ -143,9 +152,7 @@ class SwiftSource(sources.Source):
                 break
             names += [obj['name'] for obj in objects]
             marker = objects[-1]['name']
-        # Names that are no uuid1 (not written by Zaqar) go last.
-        return sorted(names, key=lambda name: (
-            created_ms_of(name) or float('inf'), name))
+        return sorted(names, key=_posting_order)
 
     def _read(self, container, name):
         try:
