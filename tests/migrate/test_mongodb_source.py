@@ -2,9 +2,11 @@
 every MongoDB test here) into each of our drivers: ids (Zaqar's ObjectId
 hex), bodies, ttl and delay kept; --delete-source empties the source."""
 
+import datetime
 import time
 import uuid
 
+import bson
 import pytest
 
 from localstack import backends
@@ -144,3 +146,31 @@ def test_checksum_and_poster_are_kept(zaqar_mongodb, ours, control,
     assert listed(ours, 'q', project, echo=False, client_uuid=CLIENT) == []
     assert len(listed(ours, 'q', project, echo=False,
                       client_uuid=uuid.uuid4())) == 1
+
+
+def test_an_old_message_keeps_its_age(zaqar_mongodb, ours, control,
+                                      migrate, project):
+    """Zaqar's MongoDB driver keeps a message's creation time only in its
+    ObjectId: a message 100 s old (its document stored again under an id
+    made 100 s ago) is 100 s old in the target, with the ttl it had left,
+    not reset to 0 by the move."""
+    control.queue_controller.create('q', project=project)
+    source = zaqar_mongodb.message_controller
+    [mid] = source.post('q', [{'ttl': 300, 'body': 'old'}], CLIENT,
+                        project=project)
+    collection = source._collection('q', project)
+    doc = collection.find_one({'_id': bson.ObjectId(mid)})
+    collection.delete_one({'_id': doc['_id']})
+    made = datetime.datetime.now(datetime.timezone.utc) - \
+        datetime.timedelta(seconds=100)
+    doc['_id'] = bson.ObjectId.from_datetime(made)
+    doc['e'] = made + datetime.timedelta(seconds=300)
+    collection.insert_one(doc)
+    started = time.monotonic()
+    code, out = migrate('--project-id', project, '--source-uri', SOURCE_URI)
+    assert code == 0, out
+    [moved] = listed(ours, 'q', project)
+    assert moved['id'] == str(doc['_id'])
+    spent = time.monotonic() - started
+    assert 99 <= moved['age'] <= 100 + spent + 1
+    assert 200 - spent - 2 <= moved['ttl'] - moved['age'] <= 201

@@ -73,6 +73,29 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
     assert len(zaqar_listed(zaqar_redis, 'q', project, list(before))) == 4
 
 
+
+def test_a_claimed_message_keeps_the_ttl_its_claim_grew(
+        zaqar_redis, ours, control, migrate, project):
+    """Zaqar grows a claimed message's ttl to the claim's ttl + grace when
+    that outlives it: 30 s left, claimed for 60 + 30 s, it has some 90 s
+    left, and keeps them in the target (released, not cut back to 30)."""
+    control.queue_controller.create('q', project=project)
+    [mid] = zaqar_post(zaqar_redis, 'q', project, ['short'], ttl=60,
+                       ago=30)
+    _, handed = zaqar_redis.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 30}, project=project, limit=1)
+    assert [m['id'] for m in handed] == [mid]
+    # What Zaqar stores: the expiry it grew (its API shows ttl 90 of a
+    # message 30 s old, which ends 90 s from now all the same).
+    expires = int(zaqar_redis.message_controller._client.hget(mid, 'e'))
+    assert expires - time.time() >= 85, 'Zaqar grew it'
+    started = time.monotonic()
+    assert migrate('--project-id', project)[0] == 0
+    [moved] = listed(ours, 'q', project)
+    spent = time.monotonic() - started
+    assert moved['claim_id'] is None
+    assert 85 - spent <= moved['ttl'] - moved['age'] <= 91
+
 def test_subscriptions_keep_subscriber_options_and_remaining_ttl(
         zaqar_redis, ours, control, migrate, project):
     test_start = time.monotonic()
@@ -127,6 +150,25 @@ def test_filters_pick_projects_and_queues(zaqar_redis, ours, control,
     code, out = migrate('--queue', 'q1')
     assert code == 0, out
     assert [m['body'] for m in listed(ours, 'q1', other)] == ['q1' + other]
+
+
+def test_filters_are_repeatable(zaqar_redis, ours, control, migrate,
+                                project):
+    """--project-id and --queue, each given twice: every pair of them,
+    nothing else."""
+    projects = [project + '-a', project + '-b', project + '-c']
+    for owner in projects:
+        for name in ('q1', 'q2', 'q3'):
+            control.queue_controller.create(name, project=owner)
+            zaqar_post(zaqar_redis, name, owner, [name + owner])
+    code, out = migrate('--project-id', projects[0], '--project-id',
+                        projects[2], '--queue', 'q1', '--queue', 'q3')
+    assert code == 0, out
+    moved = {(owner, name) for owner in projects
+             for name in ('q1', 'q2', 'q3')
+             if listed(ours, name, owner)}
+    assert moved == {(owner, name) for owner in (projects[0], projects[2])
+                     for name in ('q1', 'q3')}
 
 
 def carry_in_altered(ours, monkeypatch, alter):

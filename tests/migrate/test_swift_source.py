@@ -112,6 +112,9 @@ def test_subscriptions_expired_messages_and_delete_source(
         '0 differences, 2 deleted from the source' in out
     assert [m['id'] for m in listed(ours, 'q', project)] == ids
     assert zaqar_listed(zaqar_swift, 'q', project, ids) == []
+    # --delete-source deletes messages only: the subscription stays.
+    assert [sub['id'] for sub in next(subs.list('q', project=project))] \
+        == [sub_id]
     [sub] = list(next(ours.subscription_controller.list('q',
                                                         project=project)))
     assert (sub['subscriber'], sub['options'], sub['confirmed']) == (

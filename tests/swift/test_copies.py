@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from tests.contract.helpers import bodies, listed
+from tests.contract.test_queue_stage import through_pipeline
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import posts
@@ -91,3 +92,38 @@ def test_a_copy_its_consumer_deleted_is_not_stored_again(
     messages.delete(queue, ids[0], project=project)
     messages.carry_in(queue, project, copies(0, 1, 2, ids=ids), 'c')
     assert bodies(listed(driver, queue, project)) == [1, 2]
+
+
+def test_a_consumed_copys_marker_outlives_the_copy(driver, make_queue,
+                                                   project):
+    """docs/migration.md: the r/ marker that keeps a consumed copy from
+    coming back lasts RECEIVED_MEMORY_S (15 minutes) past the copy's
+    expiry, so a move run again after the message expired in its source
+    cannot bring it back either."""
+    queue = make_queue()
+    ids = {}
+    driver.message_controller.carry_in(queue, project,
+                                       copies(0, ids=ids), 'c')
+    qs = driver.queue_state(queue, project)
+    message = driver.store.head(qs.c, names.message_obj(ids[0]))
+    marker = driver.store.head(qs.c, names.received_obj(ids[0]))
+    assert int(marker['x-delete-at']) - int(message['x-delete-at']) == \
+        names.RECEIVED_MEMORY_S
+
+
+def test_deleting_the_queue_forgets_what_was_copied_into_it(
+        driver, make_queue, project):
+    """docs/migration.md: a move run again into a queue deleted and
+    created again brings its messages back."""
+    queue = make_queue()
+    ids = {}
+    messages = driver.message_controller
+    messages.carry_in(queue, project, copies(0, ids=ids), 'c')
+    messages.delete(queue, ids[0], project=project)
+    messages.carry_in(queue, project, copies(0, ids=ids), 'c')
+    assert listed(driver, queue, project) == [], 'consumed: not again'
+    queues = through_pipeline(driver)
+    queues.delete(queue, project=project)
+    queues.create(queue, project=project)
+    messages.carry_in(queue, project, copies(0, ids=ids), 'c')
+    assert bodies(listed(driver, queue, project)) == [0]
