@@ -187,6 +187,26 @@ def test_a_dead_letter_reaches_a_target_with_bad_metadata(
     driver.gc()
     assert [m['body'] for m in listed(driver, dlq, project)] == [{'k': 'v'}]
     assert listed(driver, queue, project, include_claimed=True) == []
+    # docs/usage.md: claims there are refused until that metadata is
+    # fixed, and nothing is taken meanwhile.
+    with pytest.raises(errors.InvalidInput, match='_message_group_key'):
+        claim(driver, dlq, project)
+    driver.queue_controller.set_metadata(dlq, {}, project=project)
+    assert [m['body'] for m in claim(driver, dlq, project)[1]] == [
+        {'k': 'v'}]
+
+
+def test_a_post_on_a_queue_with_a_bad_stored_dead_letter_queue_is_refused(
+        driver, make_queue, project):
+    """Metadata stored before it was checked: a post is refused, naming
+    the attribute, as a claim and a pop are, and stores nothing."""
+    queue = make_queue()
+    driver.queue_controller.set_metadata(
+        queue, {'_max_claim_count': 1, '_dead_letter_queue': 'bad name!'},
+        project=project)
+    with pytest.raises(errors.InvalidInput, match='_dead_letter_queue'):
+        post(driver, queue, project, 'x')
+    assert listed(driver, queue, project, include_claimed=True) == []
 
 
 def test_a_count_is_not_called_seconds(driver, project):
