@@ -101,6 +101,26 @@ def test_what_falls_due_after_a_deep_pass_is_still_found(
     assert deep(work, driver, queue, project)
 
 
+
+def test_a_queue_receiving_posts_gets_a_deep_pass_a_minute_after_one(
+        driver, clock, make_queue, project, monkeypatch):
+    """docs/usage.md: a message posted since the last deep pass makes
+    passes light until it could be a draft (drafts.DRAFT_AGE_S, 60 s),
+    then the next pass is deep. Here a post and a pass every 25 s (away
+    from the 60 s edge): the post at 0 makes the pass at 75 deep, the
+    post at 100 (the first after it) the pass at 175."""
+    queue = make_queue()
+    post(driver, queue, project, 'first', ttl=3600)
+    gc(driver, queue, project)
+    work = Work(driver, monkeypatch)
+    deep_at = []
+    for second in range(0, 201, 25):
+        post(driver, queue, project, second, ttl=3600)
+        if deep(work, driver, queue, project):
+            deep_at.append(second)
+        clock.advance(25)
+    assert deep_at == [75, 175]
+
 def test_a_post_cut_short_after_a_deep_pass_is_removed_as_a_draft(
         driver, clock, make_queue, project, monkeypatch):
     queue = make_queue()
