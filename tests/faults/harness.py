@@ -88,8 +88,14 @@ class HistoryRun:
         slots = [slot for slot in self._workers if slot[0] == 'claim']
         slot = self.rand.choice(slots)
         process = self._workers[slot]
-        os.kill(process.pid, signal.SIGKILL)
-        process.join(10)
+        # exitcode polls, so a worker that ended is reaped; its slot is
+        # refilled below and _stop_workers never sees it: count it now.
+        if process.exitcode is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.join(10)
+        elif process.exitcode != 0:
+            self.crashed.append('%s-%d exit %s' % (
+                slot + (process.exitcode,)))
         self._start(*slot)
 
     # -- the run -----------------------------------------------------------
