@@ -8,7 +8,7 @@ same code at any size, and every pinned group costs the test real claims
 on Swift (250 groups took 2-2.5 minutes per test on a loaded machine).
 """
 
-from tests.contract.helpers import claim, post
+from tests.contract.helpers import claim, post, stats
 from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import pins
@@ -216,3 +216,33 @@ def test_a_pinned_filing_for_an_expiry_whose_pin_went_is_dropped(
     with sticky.acting_as(MINE):
         assert claim(driver, queue, project) == (None, [])
     assert objects(driver, qs, 'A/') == []
+
+
+def test_stats_free_an_idle_clients_groups_one_batch_per_call(
+        driver, make_queue, project, monkeypatch, clock):
+    """Stats run the idle sweep too (pins.sweep), a batch per call: once
+    the other client is idle, each stats call frees SMALL_BATCH of its
+    groups (pins, Q/ entries, heads refiled from A/<ck>/ to a/), with no
+    claim or gc in between; a third, finding none left, forgets it.
+    groups_pinned counts the P/ pins the sweep left, idle or not."""
+    monkeypatch.setattr(pins, 'SWEEP_BATCH', SMALL_BATCH)
+    queue = make_queue(STICKY)
+    count = SMALL_BATCH + SMALL_BATCH // 2
+    qs = pin_groups(driver, queue, project, OTHER, count)
+    ck = names.client_key(OTHER)
+    assert stats(driver, queue, project)['groups_pinned'] == count
+    clock.advance(STICKY_S)
+    left = []
+    for _ in range(2):
+        counts = stats(driver, queue, project)
+        left.append((counts.get('groups_pinned'),
+                     len(objects(driver, qs, 'P/')),
+                     len(objects(driver, qs, names.held_prefix(ck))),
+                     len(objects(driver, qs, names.pinned_prefix(ck))),
+                     len(objects(driver, qs, 'a/'))))
+    rest = count - SMALL_BATCH
+    assert left == [(rest, rest, rest, rest, SMALL_BATCH),
+                    (None, 0, 0, 0, count)]
+    assert objects(driver, qs, names.activity_obj(ck)) != []
+    stats(driver, queue, project)
+    assert objects(driver, qs, 'C/') == objects(driver, qs, 'K/') == []
