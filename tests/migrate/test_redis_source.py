@@ -364,3 +364,19 @@ def test_ten_differences_are_printed_and_all_counted(
     assert code == 1, out
     assert out.count(': missing in the target') == 10
     assert '0 verified, 12 differences' in out
+
+
+def test_a_copy_whose_ttl_a_target_claim_grew_still_verifies(
+        zaqar_redis, ours, control, migrate, project):
+    """A run after clients used the new store: a claim there grew a
+    moved message's ttl (as Zaqar's drivers do), which is no difference."""
+    control.queue_controller.create('q', project=project)
+    zaqar_post(zaqar_redis, 'q', project, ['a'], ttl=300)
+    assert migrate('--project-id', project)[0] == 0
+    ours.claim_controller.create('q', {'ttl': 900, 'grace': 60},
+                                 project=project, limit=1)
+    [held] = listed(ours, 'q', project, include_claimed=True)
+    assert held['ttl'] - held['age'] > 900, 'the claim grew it'
+    code, out = migrate('--project-id', project, '--delete-source')
+    assert code == 0, out
+    assert '1 verified, 0 differences, 1 deleted from the source' in out
