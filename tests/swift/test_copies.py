@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.contract.helpers import bodies, listed
+from tests.contract.helpers import bodies, claim, listed
 from tests.contract.test_queue_stage import through_pipeline
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import names
@@ -29,10 +29,10 @@ def cut_short(driver, queue, project, batch, stored, monkeypatch):
     real = posts._store_copy
     wanted = {batch[i].id for i in stored}
 
-    def dies_midway(qs, message):
+    def dies_midway(qs, message, **kwargs):
         if message.id not in wanted:
             raise RuntimeError('API node died')
-        return real(qs, message)
+        return real(qs, message, **kwargs)
 
     monkeypatch.setattr(posts, '_store_copy', dies_midway)
     with pytest.raises(RuntimeError, match='died'):
@@ -127,3 +127,114 @@ def test_deleting_the_queue_forgets_what_was_copied_into_it(
     queues.create(queue, project=project)
     messages.carry_in(queue, project, copies(0, ids=ids), 'c')
     assert bodies(listed(driver, queue, project)) == [0]
+
+
+def gc_queue(driver, queue, project):
+    driver._gc_queue(driver.queue_state(queue, project).c)
+
+
+def test_a_copy_being_stored_is_no_draft_however_old_its_message(
+        driver, make_queue, project, monkeypatch, clock):
+    """A copy keeps its age: a message an hour old, stored a moment ago
+    and not filed yet (its call still at work, or cut short), is young
+    as a draft. gc's draft removal goes by when its ``p/`` was written,
+    not by the message's age, so it leaves it for 60 s."""
+    queue = make_queue()
+    ids = {}
+    old = [m._replace(age_ms=3_600_000, ttl=7200)
+           for m in copies(0, 1, ids=ids)]
+    cut_short(driver, queue, project, old, [0], monkeypatch)
+    qs = driver.queue_state(queue, project)
+    gc_queue(driver, queue, project)
+    assert driver.store.head(qs.c, names.message_obj(ids[0])) is not None
+    assert len(driver.store.listing_all(qs.c, 'p/')) == 2
+    clock.advance(61)
+    gc_queue(driver, queue, project)
+    assert driver.store.listing_all(qs.c, 'p/') == []
+    assert driver.store.head(qs.c, names.message_obj(ids[0])) is None
+
+
+def test_a_position_left_by_a_call_cut_short_keeps_a_consumed_copy_gone(
+        driver, make_queue, project, monkeypatch, clock):
+    """Made again, the copies after the last one stored take new
+    positions, leaving the ones the call cut short took. Once the copy
+    is consumed, gc removes that position as a draft: the position only,
+    not the copy's r/ marker, so a move run again does not bring back
+    what its consumer deleted."""
+    queue = make_queue()
+    ids = {}
+    cut_short(driver, queue, project, copies(0, 1, 2, ids=ids), [0],
+              monkeypatch)
+    messages = driver.message_controller
+    messages.carry_in(queue, project, copies(0, 1, 2, ids=ids), 'c')
+    assert bodies(listed(driver, queue, project)) == [0, 1, 2]
+    messages.delete(queue, ids[1], project=project)
+    clock.advance(61)
+    gc_queue(driver, queue, project)
+    qs = driver.queue_state(queue, project)
+    assert driver.store.head(qs.c, names.received_obj(ids[1])) is not None
+    named = [names.position_fields(e)['id']
+             for e in driver.store.listing_all(qs.c, 'p/')]
+    assert ids[1] not in named, 'its positions went'
+    messages.carry_in(queue, project, copies(0, 1, 2, ids=ids), 'c')
+    assert bodies(listed(driver, queue, project)) == [0, 2]
+
+
+def test_gc_dying_while_it_removes_a_draft_copy_leaves_no_lone_marker(
+        driver, make_queue, project, monkeypatch, clock):
+    """A copy cut short (stored with its marker, not filed) is a draft
+    after 60 s. gc deletes its r/ marker before the message: dying in
+    between leaves the message, removed by the next pass, never a marker
+    without its message, which would pass for a consumed copy (skipped
+    by the next copy of it, and counted consumed by a migration's
+    verify)."""
+    queue = make_queue()
+    ids = {}
+    cut_short(driver, queue, project, copies(0, 1, ids=ids), [0],
+              monkeypatch)
+    qs = driver.queue_state(queue, project)
+    driver.store.put(qs.c, names.received_obj(ids[0]))
+    clock.advance(61)
+    real_remove = type(qs).remove
+
+    def dies(self, *args, **kwargs):
+        raise RuntimeError('gc died')
+
+    monkeypatch.setattr(type(qs), 'remove', dies)
+    with pytest.raises(RuntimeError, match='gc died'):
+        gc_queue(driver, queue, project)
+    monkeypatch.setattr(type(qs), 'remove', real_remove)
+    assert driver.store.head(qs.c, names.received_obj(ids[0])) is None
+    assert driver.store.head(qs.c, names.message_obj(ids[0])) is not None
+    gc_queue(driver, queue, project)
+    assert driver.store.head(qs.c, names.message_obj(ids[0])) is None
+    driver.message_controller.carry_in(queue, project,
+                                       copies(0, 1, ids=ids), 'c')
+    assert bodies(listed(driver, queue, project)) == [0, 1]
+
+
+def test_a_dead_letter_leaving_drops_its_marker_before_it_goes(
+        driver, make_queue, project, monkeypatch, clock):
+    """A message that arrived as a copy and is dead-lettered forgets its
+    r/ marker here before it is removed: dying in between must not leave
+    a marker that would skip it were it moved back."""
+    dlq = make_queue()
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
+    ids = {}
+    driver.message_controller.carry_in(queue, project, copies(0, ids=ids),
+                                       'c')
+    qs = driver.queue_state(queue, project)
+    assert driver.store.head(qs.c, names.received_obj(ids[0])) is not None
+    claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    real_remove = type(qs).remove
+
+    def dies(self, victims, *args, **kwargs):
+        if self.c == qs.c and any(v[0] == ids[0] for v in victims):
+            raise RuntimeError('node died')
+        return real_remove(self, victims, *args, **kwargs)
+
+    monkeypatch.setattr(type(qs), 'remove', dies)
+    with pytest.raises(RuntimeError, match='node died'):
+        claim(driver, queue, project)
+    assert driver.store.head(qs.c, names.received_obj(ids[0])) is None

@@ -407,9 +407,11 @@ class ClaimController(controller.ClaimController):
             for client_uuid, moved in runs:
                 messages_ctrl._insert(dlq, project, moved, client_uuid,
                                       copies=True)
-        qs.remove([(m.id, m.pos, None, m.gk) for m in messages], now)
         if dlq is not None:
+            # Before the removal: dying in between must not leave a
+            # marker that would skip these messages were they moved back.
             qs.moved_out([m.id for m in messages])
+        qs.remove([(m.id, m.pos, None, m.gk) for m in messages], now)
 
     # -- one claim ---------------------------------------------------------
 

@@ -19,6 +19,7 @@ step writes the new entry before deleting the old one; the indexes are
 read in that order, so a message that moves meanwhile is still seen.
 """
 
+from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import state
 
@@ -78,7 +79,7 @@ def clean(qs, positions, filed, now):
     be waiting)."""
     old = now - DRAFT_AGE_S * 1000
     suspects = [fields for mid, fields in positions.items()
-                if mid not in filed and fields['cr'] < old]
+                if mid not in filed and fields['w'] < old]
     suspects = suspects[:state.SETTLE_BATCH]
     # The listings can lag behind a filing: each suspect is asked by name
     # before it goes, or an acknowledged post could be removed.
@@ -86,9 +87,31 @@ def clean(qs, positions, filed, now):
         lambda f: filed_by_name(qs, f['id'], f['pos'], f['g'], f['d'], now),
         suspects)) if not found]
     if drafts:
-        qs.remove([(f['id'], f['pos'], 0, f['g']) for f in drafts], now)
-        # A dead-letter or move copy cut short: its r/ marker must not
-        # make gc's next copy of it be skipped.
-        qs.store.delete_many(qs.c, [names.received_obj(f['id'])
-                                    for f in drafts])
+        _remove(qs, drafts, now)
     return len(suspects)
+
+
+def _remove(qs, drafts, now):
+    """Remove ``drafts`` (``p/`` fields). Only a draft whose ``m/`` is
+    stored at its position takes its message (and its ``r/`` marker, so
+    that a copy cut short is not skipped as consumed by the next copy of
+    it). Any other is a position alone: one a post or copy took and never
+    wrote to, or a copy made again elsewhere left (posts.store), whose
+    id's ``m/`` and ``r/``, if any, belong to that copy, or mark it
+    consumed: only the ``p/`` goes."""
+    stored = qs.store.parallel(
+        lambda f: qs.store.get_json(qs.c, names.message_obj(f['id'])),
+        drafts)
+    whole = [f for f, found in zip(drafts, stored)
+             if found is not None and found[1].get('p') == f['pos']]
+    alone = [f for f in drafts if f not in whole]
+    if whole:
+        # The marker first: a gc dying in between leaves a draft the
+        # next pass removes, never a marker whose message is gone.
+        qs.store.delete_many(qs.c, [names.received_obj(f['id'])
+                                    for f in whole])
+        qs.remove([(f['id'], f['pos'], 0, f['g']) for f in whole], now)
+    if alone:
+        swift_consumers.mark_gone(qs, [f['pos'] for f in alone])
+        qs.store.delete_many(qs.c, [names.position_obj(f['pos'])
+                                    for f in alone])

@@ -141,9 +141,11 @@ def transfer(driver, qs, project, members, target, policy, now):
     # One insert per run of one poster's messages: positions keep order.
     for client_uuid, batch in runs:
         messages._insert(target, project, batch, client_uuid, copies=True)
+    # The markers first: dying in between must not leave one that would
+    # skip these messages were they moved back.
+    qs.moved_out([m.id for m in members])
     qs.remove([(m.id, m.pos, None, m.gk) for m in members[1:] + members[:1]],
               now)
-    qs.moved_out([m.id for m in members])
 
 
 def finish_move(driver, qs, project, head, target, now):

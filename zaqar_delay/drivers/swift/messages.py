@@ -223,7 +223,7 @@ class MessageController(controller.MessageController):
                     continue
                 if fields['pos'] > last:
                     return page
-                if (fields['e'] > now and fields['cr'] > young and (
+                if (fields['e'] > now and fields['w'] > young and (
                         fields['id'] in keep.in_flight
                         or keep.keeps(fields['pos'], fields['cr']))):
                     return [m for m in page if m.position < fields['pos']]

@@ -133,6 +133,7 @@ field  meaning
 =====  ===================================================================
 """
 
+import datetime
 import hashlib
 from urllib import parse
 
@@ -377,13 +378,21 @@ def content_type(**params):
 
 def position_fields(entry):
     """The fields a ``p/`` listing entry carries, or None if it is not one
-    of ours (then it is skipped, never trusted)."""
+    of ours (then it is skipped, never trusted). ``w``: when it was
+    written (ms, the writer's clock), which is ``cr`` for a post's message
+    but not for a copy (dead letter, moved group, migration), which keeps
+    its age: how long a writer may still be at work on it goes by
+    ``w``."""
     fields = ct_params(entry.get('content_type'))
     fields.setdefault('g', None)
     try:
         fields.update(e=int(fields['e']), d=int(fields['d']),
                       cr=int(fields['cr']), pos=int(entry['name'][2:]))
     except (KeyError, ValueError):
+        return None
+    try:
+        fields['w'] = int(fields.get('w', fields['cr']))
+    except ValueError:
         return None
     return fields if fields.get('id') else None
 

@@ -76,7 +76,7 @@ def allocate(qs, stored, now, meanwhile=None, moved=None):
             message.pos = base + offset
         won = qs.store.create_many(qs.c, [
             (names.position_obj(m.pos), dict(
-                content_type=swift_state.position_type(m),
+                content_type=swift_state.position_type(m, written=now),
                 headers=qs.delete_at(m.expires), container_meta=qs.meta))
             for m in stored], meanwhile=meanwhile)
         if all(won):
@@ -169,8 +169,9 @@ def _store_copies(qs, stored, now):
     rest = [stored[i] for i in fresh if i not in placed]
     if rest:
         allocate(qs, rest, now)
-    fresh_kept = qs.store.parallel(lambda i: _store_copy(qs, stored[i]),
-                                   fresh)
+    fresh_kept = qs.store.parallel(
+        lambda i: _store_copy(qs, stored[i], own_position=i not in placed),
+        fresh)
     for index, ok in zip(fresh, fresh_kept):
         kept[index] = ok
     # Before a copy can be claimed, so before it can be deleted; again
@@ -217,12 +218,16 @@ def _positions_of_before(qs, stored, before, missing):
     return placed
 
 
-def _store_copy(qs, message):
+def _store_copy(qs, message, own_position=True):
     """Store one copy at its position; True if it is to be filed (it was
-    stored, or a racing call stored it: see _adopt)."""
+    stored, or a racing call stored it: see _adopt). A position this
+    call did not take (``own_position`` False: one taken back from a
+    call cut short) is never given back: a racing call may use it."""
     created = _put_message(qs, message, exclusive=True)
-    if not created and not _adopt(qs, message, copies=True):
-        qs.store.delete(qs.c, names.position_obj(message.pos))
+    if not created and not _adopt(qs, message, copies=True,
+                                  own_position=own_position):
+        if own_position:
+            qs.store.delete(qs.c, names.position_obj(message.pos))
         return False
     return True
 
@@ -242,7 +247,7 @@ def _put_message(qs, message, exclusive):
         exclusive=exclusive)
 
 
-def _adopt(qs, message, copies):
+def _adopt(qs, message, copies, own_position=True):
     """The id is stored already: True if it is ours (a retried PUT)
     or, for a copy, if it is still here (a copy cut short before its
     filing, or one that made it): then ``message`` takes its position
@@ -261,7 +266,8 @@ def _adopt(qs, message, copies):
     if not copies:
         return False
     # Give our position back; the stored one is where it belongs.
-    qs.store.delete(qs.c, names.position_obj(message.pos))
+    if own_position:
+        qs.store.delete(qs.c, names.position_obj(message.pos))
     message.pos, message.due, message.group = (record['p'], record['d'],
                                                record.get('g'))
     return True

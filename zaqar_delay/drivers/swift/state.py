@@ -390,9 +390,12 @@ class QueueState:
                        content_type='application/json')
 
 
-def position_type(message, expires=None):
-    """Content-Type of ``p/<pos>``: what stats need, without a GET."""
+def position_type(message, expires=None, written=None):
+    """Content-Type of ``p/<pos>``: what stats need, without a GET; and
+    when it is ``written`` (ms), where that is not when the message was
+    created (a copy keeps its age): what gc's draft removal goes by."""
     return names.content_type(
         id=message.id, cr=message.created,
         e=message.expires if expires is None else expires, d=message.due,
-        g=message.gk, u=message.client)
+        g=message.gk, u=message.client,
+        w=None if written in (None, message.created) else written)

@@ -69,7 +69,7 @@ def quiet(qs, now, patience_s):
     for entry in fresh:
         fields = names.position_fields(entry)
         if fields is not None and (fields['e'] <= now
-                                   or fields['cr'] < young):
+                                   or fields['w'] < young):
             return False
     return not any(abandoned(entry, now, patience_s) for entry in locks)
 
@@ -99,8 +99,8 @@ def write(qs, now, highest, positions, filed, more):
         due = min(due, fields['e'])
         # Unfiled and older were removed as drafts by this pass (or
         # ``more`` says the rest wait).
-        if message_id not in filed and fields['cr'] + draft_after >= now:
-            due = min(due, fields['cr'] + draft_after)
+        if message_id not in filed and fields['w'] + draft_after >= now:
+            due = min(due, fields['w'] + draft_after)
     # A plain PUT would create the container again if the queue was
     # deleted meanwhile: a 404 means there is nothing left to summarise.
     qs.store.call('put_object', qs.c, names.GC_SUMMARY, b'',
