@@ -154,30 +154,73 @@ def test_a_copy_being_stored_is_no_draft_however_old_its_message(
     assert driver.store.head(qs.c, names.message_obj(ids[0])) is None
 
 
-def test_a_position_left_by_a_call_cut_short_keeps_a_consumed_copy_gone(
-        driver, make_queue, project, monkeypatch, clock):
-    """Made again, the copies after the last one stored take new
-    positions, leaving the ones the call cut short took. Once the copy
-    is consumed, gc removes that position as a draft: the position only,
-    not the copy's r/ marker, so a move run again does not bring back
-    what its consumer deleted."""
+def named(driver, queue, project):
+    """The ids the queue's p/ entries name, in position order."""
+    qs = driver.queue_state(queue, project)
+    return [names.position_fields(e)['id']
+            for e in driver.store.listing_all(qs.c, 'p/')]
+
+
+def test_a_batch_made_again_takes_back_every_position_it_had(
+        driver, make_queue, project, monkeypatch):
+    """Made again after storing 0 of 0-2, the call takes back the
+    positions of 1 and 2 too: none is left behind naming their ids."""
     queue = make_queue()
     ids = {}
     cut_short(driver, queue, project, copies(0, 1, 2, ids=ids), [0],
               monkeypatch)
+    driver.message_controller.carry_in(queue, project,
+                                       copies(0, 1, 2, ids=ids), 'c')
+    assert named(driver, queue, project) == [ids[n] for n in range(3)]
+
+
+def test_a_position_left_by_a_call_cut_short_keeps_a_consumed_copy_gone(
+        driver, make_queue, project, monkeypatch, clock):
+    """A call cut short before it stored any copy leaves positions that
+    one made again cannot place (nothing tells where the batch was): it
+    takes new ones. Once a copy is consumed, gc removes its old position
+    as a draft: the position only, not the copy's r/ marker, so a move
+    run again does not bring back what its consumer deleted."""
+    queue = make_queue()
+    ids = {}
+    cut_short(driver, queue, project, copies(0, 1, 2, ids=ids), [],
+              monkeypatch)
     messages = driver.message_controller
     messages.carry_in(queue, project, copies(0, 1, 2, ids=ids), 'c')
     assert bodies(listed(driver, queue, project)) == [0, 1, 2]
+    assert named(driver, queue, project).count(ids[1]) == 2
     messages.delete(queue, ids[1], project=project)
     clock.advance(61)
     gc_queue(driver, queue, project)
     qs = driver.queue_state(queue, project)
     assert driver.store.head(qs.c, names.received_obj(ids[1])) is not None
-    named = [names.position_fields(e)['id']
-             for e in driver.store.listing_all(qs.c, 'p/')]
-    assert ids[1] not in named, 'its positions went'
+    assert ids[1] not in named(driver, queue, project)
     messages.carry_in(queue, project, copies(0, 1, 2, ids=ids), 'c')
     assert bodies(listed(driver, queue, project)) == [0, 2]
+
+
+def test_a_position_left_behind_never_takes_its_claimed_copy_with_it(
+        driver, make_queue, project, monkeypatch, clock):
+    """The position a call cut short left for a copy stored again
+    elsewhere keeps the copy's first expiry; a claim moves the copy's
+    own past it. gc must not take the old position's expiry for the
+    copy's and remove the claimed message: the position alone goes."""
+    queue = make_queue()
+    ids = {}
+    batch = [m._replace(ttl=60) for m in copies(0, ids=ids)]
+    cut_short(driver, queue, project, batch + copies(1, ids=ids), [],
+              monkeypatch)
+    messages = driver.message_controller
+    messages.carry_in(queue, project, batch, 'c')
+    claim_id, got = claim(driver, queue, project, ttl=300, grace=60)
+    assert [m['id'] for m in got] == [ids[0]]
+    clock.advance(61)
+    gc_queue(driver, queue, project)
+    assert named(driver, queue, project).count(ids[0]) == 1
+    [held] = listed(driver, queue, project, include_claimed=True)
+    assert held['id'] == ids[0]
+    messages.delete(queue, ids[0], project=project, claim=claim_id)
+    assert listed(driver, queue, project, include_claimed=True) == []
 
 
 def test_gc_dying_while_it_removes_a_draft_copy_leaves_no_lone_marker(
@@ -238,3 +281,28 @@ def test_a_dead_letter_leaving_drops_its_marker_before_it_goes(
     with pytest.raises(RuntimeError, match='node died'):
         claim(driver, queue, project)
     assert driver.store.head(qs.c, names.received_obj(ids[0])) is None
+
+
+def test_gc_meanwhile_leaves_a_copy_made_again_whole(
+        driver, make_queue, project, monkeypatch, clock):
+    """Made again a minute after it was cut short, a call reuses that
+    call's positions, which were written then. It writes them again
+    first: gc running while it stores (here: right before its m/ PUTs)
+    must not take the copies it adopts or places for drafts and remove
+    them under it."""
+    queue = make_queue()
+    ids = {}
+    cut_short(driver, queue, project, copies(0, 1, 2, ids=ids), [0],
+              monkeypatch)
+    clock.advance(61)
+    real = posts._store_copy
+
+    def gc_first(qs, message, **kwargs):
+        gc_queue(driver, queue, project)
+        return real(qs, message, **kwargs)
+
+    monkeypatch.setattr(posts, '_store_copy', gc_first)
+    driver.message_controller.carry_in(queue, project,
+                                       copies(0, 1, 2, ids=ids), 'c')
+    monkeypatch.setattr(posts, '_store_copy', real)
+    assert bodies(listed(driver, queue, project)) == [0, 1, 2]

@@ -72,6 +72,38 @@ def filed_by_name(qs, message_id, pos, gk, due, now):
     return qs.latest_lock(message_id)[0] > 0
 
 
+def live_positions(qs, listed):
+    """``listed`` (``p/`` fields, in order) but the positions a copy made
+    again elsewhere left (posts.store: a call cut short before it stored
+    any of its batch), which name the id of a message stored at another
+    position: those go (the ``p/`` alone), and are never taken for that
+    message, whose claim may have moved its expiry past theirs. Only an
+    id named twice costs a read, of its ``m/``."""
+    seen = {}
+    for fields in listed:
+        seen[fields['id']] = seen.get(fields['id'], 0) + 1
+    twice = [mid for mid, count in seen.items() if count > 1]
+    if not twice:
+        return listed
+    stored = dict(zip(twice, qs.store.parallel(
+        lambda mid: qs.store.get_json(qs.c, names.message_obj(mid)),
+        twice)))
+    at = {mid: found[1].get('p') for mid, found in stored.items()
+          if found is not None}
+    left = [f for f in listed
+            if f['id'] in stored and at.get(f['id']) != f['pos']]
+    _drop_positions(qs, left)
+    gone = {f['pos'] for f in left}
+    return [f for f in listed if f['pos'] not in gone]
+
+
+def _drop_positions(qs, left):
+    if left:
+        swift_consumers.mark_gone(qs, [f['pos'] for f in left])
+        qs.store.delete_many(qs.c, [names.position_obj(f['pos'])
+                                    for f in left])
+
+
 def clean(qs, positions, filed, now):
     """gc: remove drafts (``positions``: id -> ``p/`` fields; ``filed``:
     ids that exist), those written over DRAFT_AGE_S ago, at most
@@ -111,7 +143,4 @@ def _remove(qs, drafts, now):
         qs.store.delete_many(qs.c, [names.received_obj(f['id'])
                                     for f in whole])
         qs.remove([(f['id'], f['pos'], 0, f['g']) for f in whole], now)
-    if alone:
-        swift_consumers.mark_gone(qs, [f['pos'] for f in alone])
-        qs.store.delete_many(qs.c, [names.position_obj(f['pos'])
-                                    for f in alone])
+    _drop_positions(qs, alone)

@@ -154,15 +154,16 @@ class DataDriver(base.DataDriver):
         if summary.quiet(qs, now, GC_ABANDONED_S):
             return 0
         expired, positions, highest = [], {}, None
-        for entry in self.store.listing_all(container, 'p/'):
-            fields = names.position_fields(entry)
-            if fields is None:
-                continue
+        listed = [fields for fields in map(
+            names.position_fields, self.store.listing_all(container, 'p/'))
+            if fields is not None]
+        for fields in drafts.live_positions(qs, listed):
             positions[fields['id']] = fields
-            highest = fields['pos']
             if fields['e'] <= now:
                 expired.append((fields['id'], fields['pos'], None,
                                 fields['g']))
+        if listed:
+            highest = listed[-1]['pos']
         if expired:
             qs.remove(expired, now)
             for victim in expired:

@@ -390,10 +390,8 @@ def position_fields(entry):
                       cr=int(fields['cr']), pos=int(entry['name'][2:]))
     except (KeyError, ValueError):
         return None
-    try:
-        fields['w'] = int(fields.get('w', fields['cr']))
-    except ValueError:
-        return None
+    written = fields.get('w', '')
+    fields['w'] = int(written) if written.isdigit() else fields['cr']
     return fields if fields.get('id') else None
 
 

@@ -145,10 +145,10 @@ def _store_copies(qs, stored, now):
     message's ``r/`` marker and ``m/`` in one parallel round. One still
     here keeps its stored position and fields and is filed again (filing
     twice is harmless); one with a marker and no message was consumed
-    here, and is skipped. The others get positions: those that come
-    before one stored already in this batch take their own positions of
-    the call cut short (_positions_of_before), so the batch keeps its
-    order; the rest go after the last position listed."""
+    here, and is skipped. The others take their own positions of the
+    call cut short where it stored some of the batch (_positions_taken),
+    so the batch keeps its order and leaves no position behind; the rest
+    go after the last position listed."""
     reads = qs.store.parallel(lambda read: read(), [
         functools.partial(qs.store.head, qs.c, names.received_obj(m.id))
         for m in stored] + [
@@ -164,8 +164,14 @@ def _store_copies(qs, stored, now):
         elif marker is not None:
             kept[index] = False
     fresh = [i for i, ok in enumerate(kept) if ok and i not in before]
-    placed = _positions_of_before(qs, stored, before, [
-        i for i in fresh if i < max(before, default=-1)])
+    placed = _positions_taken(qs, stored, before, fresh)
+    # A position written by the call cut short: written now, for gc's
+    # draft removal, which goes by when a position was written.
+    qs.store.parallel(lambda m: qs.store.post(
+        qs.c, names.position_obj(m.pos), dict(
+            qs.delete_at(m.expires),
+            **{'Content-Type': swift_state.position_type(m, written=now)})),
+        [stored[i] for i in sorted(set(before) | placed)])
     rest = [stored[i] for i in fresh if i not in placed]
     if rest:
         allocate(qs, rest, now)
@@ -190,14 +196,14 @@ def _take_stored(message, record):
     return record['p']
 
 
-def _positions_of_before(qs, stored, before, missing):
+def _positions_taken(qs, stored, before, missing):
     """A call cut short took consecutive positions for its batch and
-    stored some of it: the ``missing`` (indexes, each before one stored)
-    take their own positions of that call back, read by name (its ``p/``
-    names the id), so they are not filed after messages posted after
-    them. Returns the indexes placed; any other (the batch is not the
-    one cut short, or a position is gone) goes after the last position,
-    as before."""
+    stored some of it: the ``missing`` (indexes) take their own positions
+    of that call back, read by name (its ``p/`` names the id), so they
+    are not filed after messages posted after them, and no position of
+    theirs is left behind. Returns the indexes placed; any other (the
+    batch is not the one cut short, or a position is gone) goes after
+    the last position, as before."""
     bases = {pos - index for index, pos in before.items()}
     if not missing or len(bases) != 1:
         return set()
@@ -211,10 +217,9 @@ def _positions_of_before(qs, stored, before, missing):
                 'content-type')).get('id') == stored[index].id:
             stored[index].pos = base + index
             placed.add(index)
-    if len(placed) < len(missing):
-        LOG.warning('Swift: %d copies into %s go after the last position, '
-                    'not to where a call cut short had them',
-                    len(missing) - len(placed), qs.c)
+    if any(i < max(before) for i in missing if i not in placed):
+        LOG.warning('Swift: copies into %s go after the last position, '
+                    'not to where a call cut short had them', qs.c)
     return placed
 
 
