@@ -306,3 +306,49 @@ def test_gc_meanwhile_leaves_a_copy_made_again_whole(
                                        copies(0, 1, 2, ids=ids), 'c')
     monkeypatch.setattr(posts, '_store_copy', real)
     assert bodies(listed(driver, queue, project)) == [0, 1, 2]
+
+
+def test_a_copy_made_again_keeps_the_expiry_its_claim_moved(
+        driver, make_queue, project, clock):
+    """A copy made again finds the copy stored (a move or migration run
+    again) and writes its position again: with the expiry stored now,
+    which its claim moved past the one the copy arrives with, so gc does
+    not remove it, claimed, at the first."""
+    queue = make_queue()
+    ids = {}
+    batch = [m._replace(ttl=60) for m in copies(0, ids=ids)]
+    messages = driver.message_controller
+    messages.carry_in(queue, project, batch, 'c')
+    claim_id, got = claim(driver, queue, project, ttl=300, grace=60)
+    assert [m['id'] for m in got] == [ids[0]]
+    messages.carry_in(queue, project, batch, 'c')
+    clock.advance(61)
+    gc_queue(driver, queue, project)
+    [held] = listed(driver, queue, project, include_claimed=True)
+    assert held['id'] == ids[0]
+    messages.delete(queue, ids[0], project=project, claim=claim_id)
+
+
+def test_gc_leaves_the_positions_of_a_copy_still_being_stored(
+        driver, make_queue, project, monkeypatch, clock):
+    """A call cut short before it stored anything left a position naming
+    the copy; the call made again took a new one and has not stored the
+    copy yet when gc runs: with no m/ to tell which position is the
+    copy's, gc leaves both (drafts wait 60 s), and the copy is listed."""
+    queue = make_queue()
+    ids = {}
+    cut_short(driver, queue, project, copies(0, ids=ids) + copies(1),
+              [], monkeypatch)
+    real = posts._store_copy
+
+    def gc_first(qs, message, **kwargs):
+        gc_queue(driver, queue, project)
+        return real(qs, message, **kwargs)
+
+    monkeypatch.setattr(posts, '_store_copy', gc_first)
+    driver.message_controller.carry_in(queue, project, copies(0, ids=ids),
+                                       'c')
+    monkeypatch.setattr(posts, '_store_copy', real)
+    assert bodies(listed(driver, queue, project)) == [0]
+    assert driver.message_controller.stats(queue, project)[
+        'messages']['total'] == 1

@@ -90,8 +90,10 @@ def live_positions(qs, listed):
         twice)))
     at = {mid: found[1].get('p') for mid, found in stored.items()
           if found is not None}
+    # An id with no m/ yet may be a call's still storing it: its
+    # positions are left to clean(), which waits for the draft age.
     left = [f for f in listed
-            if f['id'] in stored and at.get(f['id']) != f['pos']]
+            if f['id'] in at and at[f['id']] != f['pos']]
     _drop_positions(qs, left)
     gone = {f['pos'] for f in left}
     return [f for f in listed if f['pos'] not in gone]

@@ -155,23 +155,30 @@ def _store_copies(qs, stored, now):
         functools.partial(qs.store.get_json, qs.c, names.message_obj(m.id))
         for m in stored])
     markers, found = reads[:len(stored)], reads[len(stored):]
-    before = {}
+    before, as_stored = {}, []
     kept = [True] * len(stored)
     for index, (message, marker, copy) in enumerate(zip(stored, markers,
                                                         found)):
         if copy is not None:
             before[index] = _take_stored(message, copy[1])
+            as_stored.append(swift_state.Message(message.id, *copy))
         elif marker is not None:
             kept[index] = False
     fresh = [i for i, ok in enumerate(kept) if ok and i not in before]
     placed = _positions_taken(qs, stored, before, fresh)
-    # A position written by the call cut short: written now, for gc's
-    # draft removal, which goes by when a position was written.
-    qs.store.parallel(lambda m: qs.store.post(
+    # Positions the call cut short wrote are written again now, for gc's
+    # draft removal, which goes by when a position was written: those of
+    # copies stored then as they are stored (a claim may have moved the
+    # expiry since), those taken back as this call stores them. One gone
+    # meanwhile (POST never creates) is taken afresh.
+    again = [stored[i] for i in sorted(placed)]
+    rewritten = qs.store.parallel(lambda m: qs.store.post(
         qs.c, names.position_obj(m.pos), dict(
             qs.delete_at(m.expires),
             **{'Content-Type': swift_state.position_type(m, written=now)})),
-        [stored[i] for i in sorted(set(before) | placed)])
+        as_stored + again)
+    placed -= {i for i, ok in zip(sorted(placed), rewritten[len(as_stored):])
+               if not ok}
     rest = [stored[i] for i in fresh if i not in placed]
     if rest:
         allocate(qs, rest, now)
