@@ -23,14 +23,13 @@ class Progress:
     def add(self, count, what):
         """Count ``count`` more messages read and print where we are."""
         self.done += count
-        rate = self.rate() * self.passes
-        steps = self.total * self.passes
-        left = max(0, steps - self.done)
+        rate = self.rate()
+        left = max(0, self.total - self.done / self.passes)
         eta = '{:.0f} s'.format(left / rate) if rate else '?'
         self.say('{}: {} / {} messages{}, {:.0f} messages/s, {} left'.format(
-            what, self.done, steps, ' (read {} times each)'.format(
-                self.passes) if self.passes > 1 else '',
-            self.rate(), eta))
+            what, self.done, self.total * self.passes,
+            ' (read {} times each)'.format(self.passes)
+            if self.passes > 1 else '', rate, eta))
 
     def say(self, line):
         print(line, file=self._out, flush=True)

@@ -51,8 +51,7 @@ class MessageController(controller.MessageController):
         self._store(queue, project, messages, client_uuid, 'carry')
 
     def carried_in(self, queue, project, message_ids):
-        carried = dict(zip(keys.QUEUE_KEY_SUFFIXES,
-                           keys.queue_keys(queue, project)))['carried']
+        carried = keys.queue_prefix(queue, project) + ':carried'
         ids = list(message_ids)
         scores = self.driver.pipelined(
             lambda pipe: [pipe.zscore(carried, mid) for mid in ids]) \

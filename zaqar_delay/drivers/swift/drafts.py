@@ -138,7 +138,8 @@ def _remove(qs, drafts, now):
         drafts)
     whole = [f for f, found in zip(drafts, stored)
              if found is not None and found[1].get('p') == f['pos']]
-    alone = [f for f in drafts if f not in whole]
+    taken = {f['pos'] for f in whole}
+    alone = [f for f in drafts if f['pos'] not in taken]
     if whole:
         # The marker first: a gc dying in between leaves a draft the
         # next pass removes, never a marker whose message is gone.

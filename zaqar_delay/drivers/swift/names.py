@@ -133,7 +133,6 @@ field  meaning
 =====  ===================================================================
 """
 
-import datetime
 import hashlib
 from urllib import parse
 

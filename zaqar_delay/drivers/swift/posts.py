@@ -280,6 +280,5 @@ def _adopt(qs, message, copies, own_position=True):
     # Give our position back; the stored one is where it belongs.
     if own_position:
         qs.store.delete(qs.c, names.position_obj(message.pos))
-    message.pos, message.due, message.group = (record['p'], record['d'],
-                                               record.get('g'))
+    _take_stored(message, record)
     return True
