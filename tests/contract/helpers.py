@@ -45,6 +45,22 @@ def claimed_bodies(driver, queue, project, limit=10):
     return bodies(claim(driver, queue, project, limit)[1])
 
 
+def zaqar_purge(driver, queue, project, client_bound=20):
+    """What Zaqar's POST /v2/queues/{name}/purge does with messages
+    (zaqar/transport/wsgi/v2_0/purge.py): pop 100 until a pop comes back
+    empty. Under Zaqar's default bound on a client's pop (20) those are
+    more than a client may pop, so the controller knows Zaqar's purge;
+    with a bound of 100 or more they are ordinary pops."""
+    driver.conf.set_override('max_messages_per_claim_or_pop', client_bound,
+                             group='transport')
+    popped = []
+    while True:
+        got = driver.message_controller.pop(queue, 100, project=project)
+        if not got:
+            return popped
+        popped.extend(got)
+
+
 def stats(driver, queue, project):
     return driver.message_controller.stats(queue, project)['messages']
 

@@ -7,7 +7,8 @@ and nothing changes.
 
 import pytest
 
-from tests.contract.helpers import CLAIM, claim, listed, post, stats
+from tests.contract.helpers import CLAIM, bodies, claim, listed, post, stats
+from tests.contract.helpers import zaqar_purge
 from zaqar_delay import errors
 
 
@@ -79,6 +80,32 @@ def test_a_pop_takes_what_zaqars_purge_asks_for(driver, make_queue, project,
     post(driver, queue, project, *range(10))
     popped = driver.message_controller.pop(queue, 100, project=project)
     assert sorted(m['body'] for m in popped) == list(range(10))
+    assert stats(driver, queue, project)['total'] == 0
+
+
+# More than a pop of 100 looks at on Redis (twice its limit, then 100
+# more) before it answers.
+EXPIRED_AHEAD = 310
+
+
+@pytest.mark.parametrize('client_bound', [20, 100])
+def test_zaqars_purge_empties_a_queue_behind_a_run_of_expired_messages(
+        driver, make_queue, project, clock, client_bound):
+    """A pop bounds its work, so one that meets only expired messages
+    could answer empty: Zaqar's purge reads that as an empty queue and
+    stops. A pop never answers empty while live messages wait behind the
+    run, whether it is Zaqar's purge or (the operator lets clients pop
+    100) an ordinary pop."""
+    queue = make_queue()
+    for start in range(0, EXPIRED_AHEAD, 100):
+        post(driver, queue, project,
+             *range(start, min(start + 100, EXPIRED_AHEAD)), ttl=60)
+    post(driver, queue, project, 'live-1', 'live-2', ttl=3600)
+    clock.advance(61)
+    assert bodies(zaqar_purge(driver, queue, project,
+                              client_bound)) == ['live-1', 'live-2']
+    assert bodies(listed(driver, queue, project, include_claimed=True,
+                         include_delayed=True)) == []
     assert stats(driver, queue, project)['total'] == 0
 
 

@@ -155,10 +155,10 @@ def test_gc_finishes_an_interrupted_dead_letter_move_exactly_once(
     clock.advance(60)
     # The claim script moves the message to the outbox; the process "dies"
     # before copying it into the dead-letter queue.
-    _, flat, dead = driver.run_script('claim', 'q', project, 'c', 60, 0, 10,
-                                      1, 'dlq', 0, 'claim', '',
-                                      driver.retry_span_ms,
-                                      driver.deleted_id_memory_ms)
+    _, flat, dead, _ = driver.run_script('claim', 'q', project, 'c', 60, 0,
+                                         10, 1, 'dlq', 0, 'claim', '',
+                                         driver.retry_span_ms,
+                                         driver.deleted_id_memory_ms)
     assert [d.decode() for d in dead] == [mid] and flat == []
     assert listed(driver, 'dlq', project) == []
     clock.advance(61)

@@ -13,7 +13,7 @@ hundred groups takes well under a second.
 import pytest
 import redis as redis_py
 
-from tests.contract.helpers import post, stats
+from tests.contract.helpers import post, stats, zaqar_purge
 from tests.contract.test_sticky import ALICE, BOB, STICKY, STICKY_S
 from tests.contract.test_sticky import claim_as, delete_as, msg, names
 from zaqar_delay import sticky
@@ -156,3 +156,31 @@ def test_stats_free_an_idle_clients_groups(driver, raw, make_queue,
     assert raw.zcard(avail) == 3
     assert names(claim_as(BOB, driver, queue, project)[1]) == [
         'w002', 'w012', 'w022']
+
+
+@pytest.mark.parametrize('stale', [BATCH, 6 * BATCH])
+def test_zaqars_purge_pops_past_more_pins_than_one_pop_frees(
+        driver, make_queue, project, stale):
+    """Zaqar's purge frees pins of any client, five batches per pop, until
+    avail holds what it asks for. ALICE still holds ``stale`` groups she
+    emptied (pins outlive their groups while she is active), and they
+    come first; BOB's group waits behind them. A pop that used up its
+    batches on ALICE's pins once answered empty, and the purge stopped
+    with BOB's message left (6 * BATCH; BATCH shows the bound is what
+    mattered)."""
+    queue = make_queue(dict(STICKY, _message_group_sticky=600))
+    for start in range(0, stale, BATCH):
+        post(driver, queue, project,
+             *[msg('a%d' % n, 1) for n in range(start, start + BATCH)])
+    taken = 0
+    with sticky.acting_as(ALICE):
+        while taken < stale:
+            got = driver.message_controller.pop(queue, 20, project=project)
+            assert got
+            taken += len(got)
+    post(driver, queue, project, msg('x', 1), msg('x', 2))
+    with sticky.acting_as(BOB):
+        got = driver.message_controller.pop(queue, 20, project=project)
+    assert names(got) == ['x1']
+    assert names(zaqar_purge(driver, queue, project)) == ['x2']
+    assert stats(driver, queue, project)['total'] == 0

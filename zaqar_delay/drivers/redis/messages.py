@@ -161,8 +161,10 @@ class MessageController(controller.MessageController):
                 ','.join(claim_ids), queue, project)
 
     def _pop(self, queue, project, limit, policy):
+        # An empty pop reads as an empty queue (Zaqar's purge stops at
+        # one): it never answers empty for a bound of its work.
         return self.driver.claim_controller.take(
-            queue, project, limit, policy, mode='pop')[1]
+            queue, project, limit, policy, mode='pop', until_found=True)[1]
 
     def _purge_queue(self, queue, project):
         while self._run('purge', queue, project, PURGE_BATCH):

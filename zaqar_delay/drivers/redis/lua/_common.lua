@@ -196,16 +196,17 @@ end
 -- or nil when the queue is not sticky. No client on a sticky queue is
 -- Zaqar's own purge (the controller refuses any other claim or pop
 -- without one): it frees groups of any client, a few batches per call,
--- until avail holds `limit` heads, so that it pops every group.
+-- until avail holds `limit` heads, so that it pops every group; then a
+-- second result is true when it stopped at that bound.
 local function sticky_claim(client, sticky_ms, limit)
   if sticky_ms > 0 and client == '' then
     for _ = 1, 5 do
       if redis.call('ZCARD', AVAIL) >= limit
           or not sweep_idle(BATCH, false) then
-        break
+        return nil, false
       end
     end
-    return nil
+    return nil, true
   end
   local on = sticky_ms > 0
   if on then

@@ -33,7 +33,8 @@
 -- comes back short, it removes up to BATCH of the hidden heads and the
 -- dropped members behind them (clear_hidden_heads) and looks again, so a
 -- group whose head is no longer kept moves on to its next kept member.
--- Returns {NOW, {message wire fields...}, {outbox ids...}}.
+-- Returns {NOW, {message wire fields...}, {outbox ids...}, more}: more
+-- is 1 when it stopped at a bound with ids left to look at.
 local cid, ttl, grace = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit, max_claims = tonumber(ARGV[6]), tonumber(ARGV[7])
 local dlq, redelivery, pop = ARGV[8], ARGV[9], ARGV[10] == 'pop'
@@ -61,7 +62,7 @@ if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
 local from = visible_from()
 -- (Both absent: a caller that predates sticky groups.)
 local client = ARGV[17] or ''
-local mine = sticky_claim(client, tonumber(ARGV[18] or 0), limit)
+local mine, unswept = sticky_claim(client, tonumber(ARGV[18] or 0), limit)
 
 -- The first claimable id of `index` at or after `from`: {id, position}.
 local function peek(index)
@@ -167,11 +168,16 @@ end
 -- one that runs out short looks at BATCH more, so that a run of them
 -- ahead of a live message does not answer empty (read as an empty
 -- queue) until gc has removed it.
-if take(2 * limit) == 0 and count < limit then take(BATCH) end
-if count < limit and from and redis.call('EXISTS', GROUPS) == 1
-    and clear_hidden_heads(from, BATCH, mine) > 0 then
-  take(2 * limit)
+local left = take(2 * limit)
+if left == 0 and count < limit then left = take(BATCH) end
+local hidden = 0
+if count < limit and from and redis.call('EXISTS', GROUPS) == 1 then
+  hidden = clear_hidden_heads(from, BATCH, mine)
+  if hidden > 0 then left = take(2 * limit) end
 end
+-- Stopped at a bound of its work with more to look at: an empty answer
+-- is then not an empty queue (Zaqar's purge pops on; claims.take).
+local more = count < limit and (left == 0 or hidden >= BATCH or unswept)
 send_all('ZADD', EXPIRY, by_expiry)
 send_all('ZADD', CLAIMED, by_claim_expiry)
 send_all('ZADD', cmkey(cid), by_position)
@@ -192,7 +198,7 @@ if count > 0 and not pop then
   end
 end
 forget_buried(ARGV[13], 2 * count + 10)
-local result = {NOW, out, dead}
+local result = {NOW, out, dead, more and 1 or 0}
 -- An empty result is not kept: a retry that then finds messages hands
 -- them out once, which is still the effect of one call.
 if #out > 0 or #dead > 0 then
