@@ -23,12 +23,18 @@ from zaqar_delay.conf import retention as retention_options
 
 LOG = logging.getLogger(__name__)
 
+# Bounded steps (retention batches, settling steps) one visit of a queue
+# takes in a gc pass; a queue with more is visited again once every other
+# queue was, so one busy tenant cannot hold the pass (gc_each).
+VISIT_STEPS = 10
+
 
 @dataclasses.dataclass
 class GcPass:
     """What one gc() pass did (zaqar-delay-gc --verbose prints it)."""
 
     queues: int = 0     # queues visited
+    visits: int = 0     # visits, more than queues when one had more left
     skipped: int = 0    # of which failed (logged, left for the next pass)
     expired: int = 0    # expired messages removed
     retention: int = 0  # messages removed because retention no longer
@@ -68,6 +74,8 @@ class DataDriver(storage.DataDriverBase):
 
     # The GcPass of the gc() in progress, which clean_queue adds to.
     _gc_pass = None
+    # Set when the queue gc is visiting stopped at VISIT_STEPS with more.
+    _visit_unfinished = False
     # The data store's copies of queue metadata (metadata_copy.py), if
     # the backend keeps them: see keep_metadata_copies.
     metadata_copies = None
@@ -185,32 +193,64 @@ class DataDriver(storage.DataDriverBase):
         and tries again). ``settle`` returns how many expired messages it
         removed and calls :meth:`clean_queue` for its queue, which adds what
         retention removed to the pass itself. Returns the pass's
-        :class:`GcPass`."""
+        :class:`GcPass`.
+
+        A visit takes at most VISIT_STEPS bounded steps of a kind: a
+        queue left with more (a backlog retention no longer keeps, a
+        tenant posting as fast as gc removes) is visited again after every
+        other queue, in rounds, while the pass is younger than
+        ``full_scan_time``; what is left then waits for the next pass."""
         result = GcPass()
         started = time.monotonic()
         # One pass at a time per driver: zaqar-delay-gc and Zaqar's gc()
         # hook call gc() from one thread.
         self._gc_pass = result
         try:
-            for name, settle in queues:
-                self.gc_heartbeat()
-                result.queues += 1
-                try:
-                    result.expired += settle()
-                except errors.GcPassRunning:
-                    raise
-                except Exception as exc:
-                    if (isinstance(exc, storage_errors.ConnectionError)
-                            and not self.is_alive()):
-                        raise
-                    result.skipped += 1
-                    LOG.error('gc skipped %s: %s', name, exc)
+            unfinished = self._visit(result, queues)
+            result.queues = result.visits
+            while unfinished and (time.monotonic() - started
+                                  < self.retention_conf.full_scan_time):
+                unfinished = self._visit(result, unfinished)
+            if unfinished:
+                LOG.info('gc: %d queues have more to remove; the next pass '
+                         'goes on', len(unfinished))
         finally:
             self._gc_pass = None
             result.seconds = time.monotonic() - started
         if result.skipped:
             LOG.warning('gc skipped %d queues this pass', result.skipped)
         return result
+
+    def _visit(self, result, queues):
+        """One round of gc_each; returns the queues left unfinished."""
+        unfinished = []
+        for name, settle in queues:
+            self.gc_heartbeat()
+            result.visits += 1
+            self._visit_unfinished = False
+            try:
+                result.expired += settle()
+            except errors.GcPassRunning:
+                raise
+            except Exception as exc:
+                if (isinstance(exc, storage_errors.ConnectionError)
+                        and not self.is_alive()):
+                    raise
+                result.skipped += 1
+                LOG.error('gc skipped %s: %s', name, exc)
+                continue
+            if self._visit_unfinished:
+                unfinished.append((name, settle))
+        return unfinished
+
+    def gc_may_go_on(self, steps):
+        """A queue's visit in a gc pass took ``steps`` bounded steps and
+        has more: True if it may take another; else the queue is visited
+        again after the others (gc_each). Outside a pass: always True."""
+        if self._gc_pass is None or steps < VISIT_STEPS:
+            return True
+        self._visit_unfinished = True
+        return False
 
     def gc_heartbeat(self):
         """Called by a gc pass before each queue and each retention batch:
@@ -225,17 +265,18 @@ class DataDriver(storage.DataDriverBase):
         :meth:`gc_each`, adds them to the pass). Each batch is one bounded
         store step, safe on several hosts at once."""
         batch = self.retention_conf.tuples_per_iteration
-        removed = 0
+        removed = steps = 0
         while True:
             count, more = self.message_controller.clean(queue, project,
                                                         batch)
             removed += count
+            steps += 1
             if self._gc_pass is not None:
                 # Per batch, so a queue that fails half way still reports
                 # what it removed.
                 self._gc_pass.retention += count
                 self.gc_heartbeat()
-            if not more:
+            if not more or not self.gc_may_go_on(steps):
                 return removed
             if self.retention_conf.iteration_delay:
                 time.sleep(self.retention_conf.iteration_delay)

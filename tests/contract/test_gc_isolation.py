@@ -6,6 +6,7 @@ import logging
 import pytest
 
 from tests.contract.helpers import post
+from zaqar_delay.driver import VISIT_STEPS
 
 
 def break_gc_of(driver, queue, project, monkeypatch):
@@ -55,3 +56,63 @@ def test_queues_names_every_queue_with_messages(driver, make_queue, project):
     for queue in queues:
         post(driver, queue, project, 'x')
     assert {(project, queue) for queue in queues} <= set(driver.queues())
+
+
+def busy_cleanup(driver, busy, monkeypatch, batches):
+    """Make the retention cleanup of queue ``busy`` find a full batch
+    ``batches`` times (None: always, as when its tenant posts as fast as
+    gc removes); returns the batches taken in each visit of it."""
+    per_visit, left = [], [batches]
+    clean_queue, clean = driver.clean_queue, driver.message_controller.clean
+
+    def visit(queue, project):
+        if queue == busy:
+            per_visit.append(0)
+        return clean_queue(queue, project)
+
+    def cleanup(queue, project, batch):
+        if queue != busy:
+            return clean(queue, project, batch)
+        per_visit[-1] += 1
+        if per_visit[-1] > 100:
+            raise RuntimeError('one visit never stopped cleaning')
+        if left[0] is not None:
+            left[0] -= 1
+        return batch, left[0] is None or left[0] > 0
+
+    monkeypatch.setattr(driver, 'clean_queue', visit)
+    monkeypatch.setattr(driver.message_controller, 'clean', cleanup)
+    return per_visit
+
+
+def test_a_long_cleanup_is_taken_in_rounds(driver, make_queue, project,
+                                           clock, monkeypatch):
+    """A queue with 25 batches to clean gets VISIT_STEPS of them a visit,
+    and its next visit comes after every other queue's (here one with an
+    expired message to drop), in the same pass."""
+    busy = make_queue(name='q-a-busy')
+    post(driver, busy, project, 'kept', ttl=3600)
+    post(driver, make_queue(name='q-b-other'), project, 'old', ttl=60)
+    clock.advance(61)
+    per_visit = busy_cleanup(driver, busy, monkeypatch, 25)
+    result = driver.gc()
+    assert per_visit == [VISIT_STEPS, VISIT_STEPS, 5]
+    assert result.skipped == 0 and result.expired >= 1
+    assert result.visits == result.queues + 2
+
+
+def test_a_queue_whose_cleanup_never_ends_does_not_hold_gc(
+        driver, make_queue, project, clock, monkeypatch):
+    """One tenant's queue cannot stop gc: a visit stops at VISIT_STEPS
+    batches, the other queues are visited, and the pass ends once it is
+    ``full_scan_time`` old; the next pass goes on. (A visit once cleaned
+    until a batch came back short: for ever, here.)"""
+    driver.conf.set_override('full_scan_time', 0.2, group='retention')
+    busy = make_queue(name='q-a-busy')
+    post(driver, busy, project, 'kept', ttl=3600)
+    post(driver, make_queue(name='q-b-other'), project, 'old', ttl=60)
+    clock.advance(61)
+    per_visit = busy_cleanup(driver, busy, monkeypatch, None)
+    result = driver.gc()
+    assert per_visit and set(per_visit) == {VISIT_STEPS}
+    assert result.skipped == 0 and result.expired >= 1

@@ -55,7 +55,10 @@ tuples_per_iteration = cfg.IntOpt(
 full_scan_time = cfg.FloatOpt(
     'full_scan_time', default=60.0, min=0.1, max=86400.0,
     help='Cleanup daemon: seconds a full pass over every queue should take; '
-         'after a faster pass the daemon waits out the rest.')
+         'after a faster pass the daemon waits out the rest. A queue with '
+         'more to remove after a visit of 10 batches is visited again after '
+         'the others, in rounds, only while the pass is younger than this, '
+         'so that one busy queue cannot hold a pass.')
 
 iteration_delay = cfg.FloatOpt(
     'iteration_delay', default=0.0, min=0.0, max=60.0,

@@ -305,9 +305,10 @@ class MessageController(controller.MessageController):
                                'continue')
 
     def gc(self, queue, project, batch, outbox_age_ms):
-        """Settle one queue in bounded steps until nothing is left; finish
+        """Settle one queue in bounded steps until nothing is left (in a
+        gc pass, until the visit's bound: driver.gc_may_go_on); finish
         dead-letter copies and group moves a crashed node left midway."""
-        total = 0
+        total = steps = 0
         while True:
             dropped, abandoned, stale, more = self._run(
                 'gc', queue, project, batch, outbox_age_ms,
@@ -318,7 +319,8 @@ class MessageController(controller.MessageController):
             for group in stale:
                 self._finish_move(queue, project, wire.text(group), self._run(
                     'group_move', queue, project, group, '', 'continue'))
-            if not more:
+            steps += 1
+            if not more or not self.driver.gc_may_go_on(steps):
                 return total
 
 
