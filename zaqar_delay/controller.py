@@ -120,17 +120,37 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         return dataclasses.replace(policy, retention=retention.from_metadata(
             metadata, self._operator_retention.for_queue(queue, project)))
 
-    def read_policy(self, queue, project, purge=False):
+    def read_policy(self, queue, project, purge=False, pop=False):
         """The queue's validated policy for a claim or pop: its retention
         includes what the persistent consumers have all read, and on a
         sticky queue it names the client (InvalidInput when none is
         known), except for Zaqar's own ``purge``, which takes every group,
-        pinned or not, and pins none."""
-        policy = self.policy(queue, project)
+        pinned or not, and pins none. A ``pop`` is not refused for what
+        the operator tightened since the metadata was stored
+        (_pop_policy)."""
+        policy = (self._pop_policy(queue, project) if pop
+                  else self.policy(queue, project))
         return dataclasses.replace(
             policy,
             client=None if purge else sticky.client_for(queue, policy),
             retention=self.with_readers(queue, project, policy.retention))
+
+    def _pop_policy(self, queue, project):
+        """A pop takes what is there: delays, which it never applies, are
+        not checked against today's ``max_message_delay``, and a
+        ``_retention`` looser than the operator's settings now allow
+        gives way to them, as for listings. Zaqar answers 503 to any
+        error of a pop, and its queue purge, which pops, would stop."""
+        try:
+            return self.policy(queue, project)
+        except errors.InvalidInput:
+            metadata = self.queue_metadata(queue, project)
+            policy = rules.QueuePolicy.from_metadata(
+                metadata, rules.ANY_DELAY, queue=queue)
+            return dataclasses.replace(
+                policy, retention=retention.for_reads(
+                    metadata, self._operator_retention.for_queue(queue,
+                                                                 project)))
 
     def retention_of(self, queue, project):
         """What ``queue`` keeps, for reads and cleanup: never an error
@@ -349,7 +369,8 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         # Zaqar's own queue purge asks for more (rules.pop_bound).
         purge = limit > self._limits.max_messages_per_claim_or_pop
         try:
-            policy = self.read_policy(queue, project, purge=purge)
+            policy = self.read_policy(queue, project, purge=purge,
+                                      pop=True)
         except storage_errors.QueueDoesNotExist:
             # As Zaqar's drivers: nothing to pop from a queue that is not.
             return []
