@@ -246,3 +246,25 @@ def test_stats_free_an_idle_clients_groups_one_batch_per_call(
     assert objects(driver, qs, names.activity_obj(ck)) != []
     stats(driver, queue, project)
     assert objects(driver, qs, 'C/') == objects(driver, qs, 'K/') == []
+
+
+def test_heads_pinned_when_grouping_and_stickiness_both_went_wait_for_gc(
+        driver, make_queue, project, clock):
+    """docs/swift.md, *Sticky groups*: with ``_message_group_key`` and
+    ``_message_group_sticky`` removed in one change, claims list ``a/``
+    only (the queue groups nothing), so a head filed for a client stays
+    there until the client is idle and gc's deep pass files it for anyone;
+    removing the stickiness first frees it at the next claim."""
+    queue = make_queue(STICKY)
+    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2})
+    with sticky.acting_as(OTHER):
+        claim_id, got = claim(driver, queue, project, limit=1)
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=claim_id)
+    driver.queue_controller.set_metadata(queue, {}, project=project)
+    assert claim(driver, queue, project)[1] == []
+    assert stats(driver, queue, project)['total'] == 1
+    clock.advance(STICKY_S + 1)
+    driver.gc()
+    assert [m['body'] for m in claim(driver, queue, project)[1]] == [
+        {'g': 'a', 'n': 2}]
