@@ -209,3 +209,34 @@ def test_bad_dead_letter_queue_is_400_on_put_and_patch(client, dlq):
     metadata = client.call('GET', '/queues/self-dlq').json()
     assert metadata.get('_dead_letter_queue') is None
     assert metadata['_max_claim_count'] == 2
+
+
+def test_a_message_delete_naming_no_claim_is_400_and_deletes_nothing(
+        client):
+    # api-ref, claims.inc: an ill-formed claim_id names no claim; Zaqar's
+    # message delete answers its ClaimDoesNotExist with 400.
+    client.call('PUT', '/queues/ill', json={})
+    href = client.post('ill', {'ttl': 300, 'body': 1}).json()['resources'][0]
+    reply = client.call('DELETE', href.replace('/v2', '', 1),
+                        params={'claim_id': "'; DROP TABLE queues"})
+    assert reply.status_code == 400, reply.text
+    assert client.stats('ill')['total'] == 1
+
+
+def test_a_renewal_with_a_grace_above_the_bound_is_400(client):
+    # docs/compatibility.md: Zaqar checks a renewal's ttl only; ours
+    # bounds its grace by max_claim_grace (43200) too, as at creation,
+    # and the claim stays as it was.
+    client.call('PUT', '/queues/pg', json={})
+    client.post('pg', {'ttl': 300, 'body': 1})
+    href = client.claim('pg', ttl=100, grace=60)[0]['href']
+    claim_id = href.split('claim_id=')[1]
+    reply = client.call('PATCH', '/queues/pg/claims/' + claim_id,
+                        json={'ttl': 100, 'grace': 43201})
+    assert reply.status_code == 400, reply.text
+    assert 'grace' in reply.text and '43200' in reply.text
+    reply = client.call('PATCH', '/queues/pg/claims/' + claim_id,
+                        json={'ttl': 200, 'grace': 43200})
+    assert reply.status_code == 204, reply.text
+    claimed = client.call('GET', '/queues/pg/claims/' + claim_id).json()
+    assert claimed['ttl'] == 200
