@@ -225,13 +225,29 @@ def effective_delay(message, policy, max_delay):
     return message['delay'] if given else policy.default_delay
 
 
+def _storable_text(text):
+    """``text`` if it can be stored as UTF-8. JSON's ``\ud800`` escape
+    decodes to a lone surrogate, which no store takes (ValueError)."""
+    if not text.isascii():
+        try:
+            text.encode('utf-8')
+        except UnicodeEncodeError as exc:
+            raise ValueError('{} (a lone surrogate) at {}'.format(
+                repr(text[exc.start:exc.end]), exc.start)) from None
+    return text
+
+
 def encode_group_id(value):
     """The stored form of a group id: JSON text, so ``"1"`` and ``1`` stay
     distinct. Refuses anything but a string or an integer, and long ids."""
     if not (isinstance(value, str) or is_strict_int(value)):
         raise errors.invalid_field('group id', value,
                                    'a string or an integer')
-    encoded = json.dumps(value, ensure_ascii=False)
+    try:
+        encoded = _storable_text(json.dumps(value, ensure_ascii=False))
+    except ValueError as exc:
+        raise errors.InvalidInput('group id is not storable text: {}'.format(
+            exc))
     if len(encoded) > MAX_GROUP_ID_LENGTH:
         raise errors.InvalidInput(
             'group id may be at most {} characters; got {}'.format(
@@ -290,7 +306,7 @@ def prepare_messages(messages, policy, max_delay, max_ttl, checksum=False):
         ttl = message['ttl']
         body = _storable_body(index, message['body'])
         try:
-            body_json = _body_json(body)
+            body_json = _storable_text(_body_json(body))
         except (TypeError, ValueError) as exc:
             raise errors.InvalidInput(
                 'message {} body is not JSON: {}'.format(index, exc))

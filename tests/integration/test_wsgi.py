@@ -240,3 +240,18 @@ def test_a_renewal_with_a_grace_above_the_bound_is_400(client):
     assert reply.status_code == 204, reply.text
     claimed = client.call('GET', '/queues/pg/claims/' + claim_id).json()
     assert claimed['ttl'] == 200
+
+
+@pytest.mark.parametrize('body', ['\ud800', {'text': 'a\udfffb'},
+                                  {'g': '\ud800'}])
+def test_a_body_with_a_lone_surrogate_is_400_and_stores_nothing(client,
+                                                                body):
+    # JSON's "\ud800" escape is valid JSON text but decodes to a lone
+    # surrogate, which no store can hold as UTF-8: a clear 400 naming the
+    # message (it was a 503 with a stack trace), in a body or a group id.
+    client.call('PUT', '/queues/sur', json={'_message_group_key': 'g'})
+    reply = client.post('sur', {'ttl': 300, 'body': 'fine'},
+                        {'ttl': 300, 'body': body})
+    assert reply.status_code == 400, reply.text
+    assert 'surrogate' in reply.text
+    assert client.stats('sur')['total'] == 0
