@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 import redis as redis_py
+from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import claim, listed, post
 from localstack import backends
@@ -482,3 +483,61 @@ def read_as(driver, queue, project, consume_id, marker=None):
             return read, marker
         marker = next(pages)
         read += got
+
+
+class LoseFirstHsetnxReply:
+    """A redis client whose first HSETNX runs, then loses its reply."""
+
+    def __init__(self, real):
+        self._real, self._armed = real, True
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def hsetnx(self, *args):
+        result = self._real.hsetnx(*args)
+        if self._armed:
+            self._armed = False
+            raise redis_py.exceptions.ConnectionError('reply lost')
+        return result
+
+
+@pytest.fixture
+def lossy_subscriptions(driver, monkeypatch):
+    monkeypatch.setattr(driver.store_conf, 'reconnect_sleep', 0.0)
+    subscriptions = driver.subscription_controller
+    monkeypatch.setattr(subscriptions, '_client',
+                        LoseFirstHsetnxReply(subscriptions._client))
+    return subscriptions
+
+
+def test_a_subscription_create_retried_after_a_lost_reply_creates_it(
+        driver, project, lossy_subscriptions):
+    # Its retry found the subscriber taken by its own first attempt and
+    # returned None, which Zaqar answers 409, with nothing stored.
+    driver.queue_controller.create('q', project=project)
+    created = lossy_subscriptions.create('q', 'http://example.com/hook',
+                                         3600, {}, project=project)
+    assert created is not None
+    found = lossy_subscriptions.get_with_subscriber(
+        'q', 'http://example.com/hook', project=project)
+    assert found['id'] == created
+
+
+def test_a_subscriber_change_retried_after_a_lost_reply_is_made(
+        driver, project, lossy_subscriptions):
+    driver.queue_controller.create('q', project=project)
+    lossy_subscriptions._client._armed = False
+    created = lossy_subscriptions.create('q', 'http://example.com/a', 3600,
+                                         {}, project=project)
+    lossy_subscriptions._client._armed = True
+    lossy_subscriptions.update('q', created, project=project,
+                               subscriber='http://example.com/b')
+    assert lossy_subscriptions.get('q', created, project=project)[
+        'subscriber'] == 'http://example.com/b'
+    # And a real rival still refuses the change.
+    other = lossy_subscriptions.create('q', 'http://example.com/c', 3600,
+                                       {}, project=project)
+    with pytest.raises(storage_errors.SubscriptionAlreadyExists):
+        lossy_subscriptions.update('q', other, project=project,
+                                   subscriber='http://example.com/b')

@@ -39,6 +39,7 @@ from zaqar.storage import errors as storage_errors
 from zaqar_delay import consumers
 from zaqar_delay import rules
 from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import wire
 
 FIELDS = ('s', 'u', 't', 'e', 'o', 'c')
 # Subscriptions filed into, or expired ones dropped from, Q:notified per
@@ -123,8 +124,8 @@ class SubscriptionController(storage.Subscription):
         if existing is not None:
             return None
         subscription_id = rules.new_subscription_id()
-        if not self._guarded(lambda: self._client.hsetnx(
-                subscribers, subscriber, subscription_id)):
+        if not self._take_subscriber(subscribers, subscriber,
+                                     subscription_id):
             return None
         now = int(time.time())
         key = keys.subscription_key(queue, project, subscription_id)
@@ -142,6 +143,18 @@ class SubscriptionController(storage.Subscription):
         self.driver.pipelined(write)
         self._subscribed(queue, project, subscriber, now + ttl)
         return subscription_id
+
+    def _take_subscriber(self, subscribers, subscriber, subscription_id):
+        """Map ``subscriber`` to ``subscription_id`` unless another
+        subscription has it. A retry of an HSETNX whose reply was lost
+        finds the field its first attempt set: its own id is no rival."""
+        def take():
+            if self._client.hsetnx(subscribers, subscriber, subscription_id):
+                return True
+            holder = self._client.hget(subscribers, subscriber)
+            return holder is not None and wire.text(holder) == subscription_id
+
+        return self._guarded(take)
 
     def _subscribed(self, queue, project, subscriber, expires):
         """A ``cursor:`` subscription was stored until ``expires`` (s):
@@ -162,8 +175,8 @@ class SubscriptionController(storage.Subscription):
             # As create: a malformed cursor: subscriber changes nothing.
             self.driver.message_controller.register_consumer(
                 queue, project, new_subscriber)
-            if not self._guarded(lambda: self._client.hsetnx(
-                    subscribers, new_subscriber, subscription_id)):
+            if not self._take_subscriber(subscribers, new_subscriber,
+                                         subscription_id):
                 raise storage_errors.SubscriptionAlreadyExists()
             self._guarded(lambda: self._client.hdel(
                 subscribers, current['subscriber']))
