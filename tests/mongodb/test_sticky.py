@@ -243,3 +243,21 @@ def test_only_a_pinned_head_makes_its_successor_look_up_the_pin(
     # The sticky group's next member went to its client only.
     assert claim_as(BOB, driver, queue, project)[1] == []
     assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
+
+
+def test_a_queue_no_longer_sticky_hands_out_pinned_heads_at_once(
+        driver, make_queue, project, clock):
+    """docs/mongodb.md, *Sticky groups*: once the queue is no longer
+    sticky, claims read every ready head, pinned or not (no batch to wait
+    for, no request more per claim); the pins left over count in stats
+    until their clients are idle and stats or gc free them."""
+    queue = make_queue(STICKY)
+    pin_groups(driver, queue, project, ALICE, 3)
+    driver.queue_controller.set_metadata(
+        queue, {'_message_group_key': 'g'}, project=project)
+    assert sorted(names(claim_as(BOB, driver, queue, project)[1])) == [
+        'g0002', 'g0012', 'g0022']
+    assert pinned_count(driver, queue, project, ALICE) == 3
+    assert stats(driver, queue, project)['groups_pinned'] == 3
+    clock.advance(STICKY_S)
+    assert 'groups_pinned' not in stats(driver, queue, project)
