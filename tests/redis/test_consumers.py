@@ -305,6 +305,58 @@ def test_a_deleted_queue_sets_its_consumers_back_to_the_start(driver,
     assert bodies(got) == ['new']
 
 
+MANY_CONSUMERS = 1000
+
+
+def consumer_cursors(raw, project, ids):
+    prefix = keys.queue_prefix('q', project) + ':cons:'
+    return [raw.hget(prefix + cid, 'c') for cid in ids]
+
+
+def test_deleting_a_queue_resets_its_consumers_a_batch_per_call(
+        driver, raw, project):
+    """Zaqar does not bound subscriptions: a queue deletion resets its
+    consumers' cursors a batch per purge.lua call (it reset them all in
+    its last call), and a deletion cut short midway lends the next one
+    no scan cursor: every consumer is reset all the same."""
+    make_queue(driver, project)
+    post(driver, 'q', project, 'a')
+    ids = [str(uuid.uuid4()) for _ in range(MANY_CONSUMERS)]
+    for cid in ids:
+        driver.run_script('consumer_register', 'q', project, cid)
+    prefix = keys.queue_prefix('q', project) + ':cons:'
+
+    def read_somewhere():
+        for cid in ids:
+            raw.hset(prefix + cid, mapping={'c': '5', 'h': '5'})
+
+    read_somewhere()
+    cut = str(uuid.uuid4())
+    while raw.hget(keys.queue_prefix('q', project) + ':purgescan',
+                   'token') is None:
+        assert driver.run_script('purge', 'q', project, 100, cut)
+    read_somewhere()
+    hsets = []
+    run = driver.scripts.run
+
+    def counting(name, *args, **kwargs):
+        before = raw.info('commandstats')['cmdstat_hset']['calls']
+        result = run(name, *args, **kwargs)
+        if name == 'purge':
+            hsets.append(raw.info('commandstats')['cmdstat_hset']['calls']
+                         - before)
+        return result
+
+    driver.scripts.run = counting
+    try:
+        driver.message_controller._purge_queue('q', project)
+    finally:
+        driver.scripts.run = run
+    assert len(hsets) >= MANY_CONSUMERS // 200 and max(hsets) <= 200, hsets
+    assert set(consumer_cursors(raw, project, ids)) == {b''}
+    assert not raw.exists(keys.queue_prefix('q', project) + ':purgescan')
+
+
 def test_the_cursor_survives_a_redis_restart(project):
     server = RedisServer(persistent=True).start()
     try:

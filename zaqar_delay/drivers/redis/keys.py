@@ -79,6 +79,9 @@ key                type    holds
 ``Q:cons:<cid>``   hash    one persistent consumer: ``c`` cursor, ``h`` last
                            position handed (both '' for none), ``l`` lost,
                            ``a`` last active (ms), ``r`` registered (ms)
+``Q:purgescan``    hash    a queue deletion resetting its consumers, a
+                           batch per call: its ``token`` and ZSCAN
+                           ``cursor`` (gone when done; kept an hour)
 ``Q:notified``     zset    ids of the subscriptions that are not persistent
                            consumers', scored as in ``Q:subs``: what
                            Zaqar's notifier lists on every post

@@ -1,6 +1,7 @@
 """Messages on Redis: each operation is one Lua script (see lua/)."""
 
 import json
+import uuid
 
 from zaqar.storage import errors as storage_errors
 
@@ -167,7 +168,8 @@ class MessageController(controller.MessageController):
             queue, project, limit, policy, mode='pop', until_found=True)[1]
 
     def _purge_queue(self, queue, project):
-        while self._run('purge', queue, project, PURGE_BATCH):
+        token = str(uuid.uuid4())
+        while self._run('purge', queue, project, PURGE_BATCH, token):
             pass
         self.driver.unregister_queue(queue, project)
         # A post that landed after the last purge call but registered the

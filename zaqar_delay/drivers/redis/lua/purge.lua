@@ -1,7 +1,10 @@
 -- Delete every message and claim of a queue (queue deletion).
--- ARGV[3] batch size. Returns the number of ids removed in this call; the
--- caller repeats until 0, so no single call blocks Redis for long.
-local batch = tonumber(ARGV[3])
+-- ARGV[3] batch size. ARGV[4] the deletion's token (the same for each of
+-- its calls). Returns the number of ids removed (or consumers reset) in
+-- this call; the caller repeats until 0, so no single call blocks Redis
+-- for long.
+local batch, token = tonumber(ARGV[3]), ARGV[4] or ''
+local PURGE_SCAN = Q .. ':purgescan'
 local ids = redis.call('ZRANGE', MSGS, 0, batch - 1)
 for _, id in ipairs(ids) do drop(id) end
 local outbox = redis.call('ZRANGE', OUTBOX, 0, batch - 1)
@@ -42,12 +45,27 @@ if n == 0 then
              FLOOR, READFLOOR, PINS, STICKY_MS)
   -- Positions start again from 1: a cursor from before would skip the
   -- messages of the queue created again, so its persistent consumers
-  -- (few, one subscription each) start afresh.
-  for _, cid in ipairs(redis.call('ZRANGE', CONSUMERS, 0, -1)) do
+  -- start afresh, a batch per call (Zaqar does not bound subscriptions).
+  -- ZSCAN returns every consumer there throughout the scan at least once,
+  -- whatever registers or leaves meanwhile; its cursor is kept under the
+  -- deletion's token, so a deletion cut short never lends a later one a
+  -- cursor halfway through.
+  local scan = redis.call('HMGET', PURGE_SCAN, 'token', 'cursor')
+  local step = redis.call('ZSCAN', CONSUMERS,
+                          scan[1] == token and scan[2] or '0',
+                          'COUNT', batch)
+  for i = 1, #step[2], 2 do
+    local cid = step[2][i]
     redis.call('HSET', conkey(cid), 'c', '', 'h', '')
     if redis.call('ZSCORE', CONSUMER_PINS, cid) then
       redis.call('ZADD', CONSUMER_PINS, -1, cid)
     end
   end
+  if step[1] ~= '0' then
+    redis.call('HSET', PURGE_SCAN, 'token', token, 'cursor', step[1])
+    redis.call('PEXPIRE', PURGE_SCAN, 3600 * 1000)
+    return math.max(1, #step[2] / 2)
+  end
+  redis.call('DEL', PURGE_SCAN)
 end
 return n
