@@ -485,6 +485,53 @@ def read_as(driver, queue, project, consume_id, marker=None):
         read += got
 
 
+def grouped_queue(driver, project, name='q'):
+    driver.queue_controller.create(
+        name, metadata={'_message_group_key': 'g'}, project=project)
+
+
+def test_a_group_move_retried_after_a_lost_reply_moves_it(
+        driver, project, lose_next_reply):
+    # The first attempt started the move and took its batch: the retry
+    # answered "being moved" (GroupMoving) to the caller's own move, and
+    # the batch waited in the outbox for gc.
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post(driver, 'q', project, *[{'g': 'big', 'n': n} for n in range(10)])
+    lose_next_reply()
+    moved = driver.message_controller.move_group('q', 'big', 't',
+                                                 project=project)
+    assert moved == 10
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(10))
+
+
+def test_a_group_move_step_retried_after_a_lost_reply_keeps_order(
+        driver, project, monkeypatch):
+    # The retried step took the next batch, which went to the target
+    # ahead of the one whose reply was lost (gc copied that one later).
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post(driver, 'q', project, *[{'g': 'big', 'n': n} for n in range(100)])
+    monkeypatch.setattr(driver.store_conf, 'reconnect_sleep', 0.0)
+    original = driver.scripts.run
+    steps = []
+
+    def lossy(name, *args, **kwargs):
+        result = original(name, *args, **kwargs)
+        if name == 'group_move':
+            steps.append(args)
+            if len(steps) == 2:     # the first 'continue'
+                raise redis_py.exceptions.ConnectionError('reply lost')
+        return result
+
+    monkeypatch.setattr(driver.scripts, 'run', lossy)
+    assert driver.message_controller.move_group('q', 'big', 't',
+                                                project=project) == 100
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(100))
+
+
 class LoseFirstHsetnxReply:
     """A redis client whose first HSETNX runs, then loses its reply."""
 

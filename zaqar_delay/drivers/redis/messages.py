@@ -283,8 +283,7 @@ class MessageController(controller.MessageController):
                 return total
 
     def _move_group(self, queue, project, group, target):
-        result = self._run('group_move', queue, project, group, target,
-                           'start')
+        result = self._move_step(queue, project, group, target, 'start')
         if result[0] == 1:
             raise errors.GroupInFlight(group=group, queue=queue)
         if result[0] == 2:
@@ -303,8 +302,14 @@ class MessageController(controller.MessageController):
             total += len(moved)
             if done:
                 return total
-            result = self._run('group_move', queue, project, group, '',
-                               'continue')
+            result = self._move_step(queue, project, group, '', 'continue')
+
+    def _move_step(self, queue, project, group, target, step):
+        """One group_move.lua step; a retry after its reply was lost gets
+        the batch the step took (its token's kept result)."""
+        return self._run('group_move', queue, project, group, target, step,
+                         str(uuid.uuid4()), self.driver.retry_span_ms,
+                         keeps_result=True)
 
     def gc(self, queue, project, batch, outbox_age_ms):
         """Settle one queue in bounded steps until nothing is left (in a
@@ -319,8 +324,9 @@ class MessageController(controller.MessageController):
             outbox.transfer(self.driver, queue, project,
                             [wire.text(mid) for mid in abandoned])
             for group in stale:
-                self._finish_move(queue, project, wire.text(group), self._run(
-                    'group_move', queue, project, group, '', 'continue'))
+                self._finish_move(queue, project, wire.text(group),
+                                  self._move_step(queue, project, group, '',
+                                                  'continue'))
             steps += 1
             if not more or not self.driver.gc_may_go_on(steps):
                 return total

@@ -7,12 +7,30 @@
 -- stopped (no step for a while: messages.py).
 -- ARGV[3] group id (JSON-encoded)   ARGV[4] target queue name
 -- ARGV[5] "start" (a new move) or "continue" (the next batch of one)
+-- ARGV[6] the step's token ('' or absent: none), ARGV[7] retry span (ms):
+--         a step's result is kept that long under Q:mvr:<token>, so a
+--         retry of the step (its reply lost) returns the batch it took
+--         instead of "being moved" or the next batch, which the caller
+--         would copy ahead of it
 -- Each message keeps its remaining ttl and remaining delay.
 -- Returns {0, ids in order, 1 if the move is done else 0}; {1} if a new
 -- move finds the group's head claimed (moving it would hand it out twice)
 -- and nothing was moved; {2, target} if a new move finds the group being
 -- moved already.
 local group, target, start = ARGV[3], ARGV[4], ARGV[5] == 'start'
+local token = ARGV[6] or ''
+local result_key = Q .. ':mvr:' .. token
+if token ~= '' then
+  local kept = redis.call('GET', result_key)
+  if kept then return cmsgpack.unpack(kept) end
+end
+
+local function answer(result)
+  if token ~= '' then
+    redis.call('SET', result_key, cmsgpack.pack(result), 'PX', ARGV[7])
+  end
+  return result
+end
 -- A moved message costs about twice a dropped one (read, detach, outbox
 -- entry), and its batch is then copied to the target by the caller.
 local MOVE_BATCH = BATCH / 4
@@ -54,6 +72,6 @@ for _, id in ipairs(ids) do
 end
 if redis.call('ZCARD', gkey(group)) == 0 then
   finish()
-  return {0, moved, 1}
+  return answer({0, moved, 1})
 end
-return {0, moved, 0}
+return answer({0, moved, 0})
