@@ -2,6 +2,7 @@
 with a backlog of messages that fell due at once (issue 9, case 5)."""
 
 from tests.contract.helpers import bodies, claim, listed, post
+from zaqar_delay.drivers.mongodb import claims
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import state
 
@@ -28,3 +29,28 @@ def test_due_messages_are_promoted_in_bounded_batches(driver, project,
     assert handed == list(range(50))
     assert [m['id'] for m in listed(driver, 'q', project,
                                     include_delayed=True)] == [late]
+
+
+def test_a_claim_dead_letters_a_bounded_run_and_a_pop_goes_past_it(
+        driver, project, monkeypatch):
+    """A claim of one behind 30 exhausted messages moved all 30 before it
+    answered; now twice its limit and DEAD_LETTER_BATCH (here 5) at most,
+    then it answers short and the next claim goes on. A pop goes on to a
+    message: an empty one reads as an empty queue (Zaqar's purge)."""
+    monkeypatch.setattr(claims, 'DEAD_LETTER_BATCH', 5)
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create('q', project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    post(driver, 'q', project, *range(30))
+    claim_id, got = claim(driver, 'q', project, limit=30)
+    driver.claim_controller.delete('q', claim_id, project=project)
+    post(driver, 'q', project, 'live')
+
+    def dead_letters():
+        return driver.messages.raw.count_documents(
+            fields.queue_filter('dlq', project))
+
+    assert claim(driver, 'q', project, limit=1)[1] == []
+    assert dead_letters() == 2 * 1 + 5
+    popped = driver.message_controller.pop('q', 1, project=project)
+    assert bodies(popped) == ['live'] and dead_letters() == 30

@@ -46,6 +46,9 @@ from zaqar_delay.drivers.mongodb import state
 POP_CLAIM_TTL = 30
 # Tries of a pop's delete before the pop fails (see _delete_popped).
 POP_DELETE_ATTEMPTS = 3
+# Dead letters a claim moves besides twice its limit before it answers
+# short (_hand_out), as claim.lua's budget on Redis.
+DEAD_LETTER_BATCH = 100
 # Where a read-back carries the claim document it joined (_take_ready).
 JOINED_CLAIM = 'zd_claim_doc'
 
@@ -82,7 +85,7 @@ class ClaimController(controller.ClaimController):
             f.REDELIVERY: policy.redelivery_delay}))
         taken, live = self._hand_out(queue, project, now, claim_id,
                                      expires, grace, limit, policy, kept,
-                                     client)
+                                     client, bounded=mode != 'pop')
         if taken and not live and not (mode == 'pop' and len(taken) == 1) \
                 and not self._still_live(claim_id):
             # A settle ended this claim while it was being built (its ttl
@@ -123,7 +126,13 @@ class ClaimController(controller.ClaimController):
             {'_id': True}) is not None
 
     def _hand_out(self, queue, project, now, claim_id, expires, grace,
-                  limit, policy, kept, client):
+                  limit, policy, kept, client, bounded=True):
+        """Claim up to ``limit`` ready messages, dead-lettering those whose
+        attempts ran out on the way. A ``bounded`` call (a claim) moves at
+        most twice its limit and DEAD_LETTER_BATCH more, then answers what
+        it has, as Redis's claim.lua does: the next claim goes on. A pop
+        goes on until it has messages or none is ready (an empty pop reads
+        as an empty queue, and Zaqar's purge stops at one)."""
         redelivery = policy.redelivery_delay
         update = {
             '$set': {f.STATE: f.CLAIMED, f.CLAIM: claim_id,
@@ -135,7 +144,8 @@ class ClaimController(controller.ClaimController):
         # Whether the claim was seen live after the last message it won
         # (read with that message: _take_ready).
         taken, live = [], False
-        while len(taken) < limit:
+        budget = 2 * limit + DEAD_LETTER_BATCH if bounded else None
+        while len(taken) < limit and (budget is None or budget > 0):
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
             won, drained, seen_live = self._take_ready(
@@ -156,6 +166,8 @@ class ClaimController(controller.ClaimController):
             if exhausted:
                 self._dead_letter(queue, project, policy, claim_id,
                                   exhausted, now)
+                if budget is not None:
+                    budget -= len(exhausted)
             elif drained:
                 # Every message ready at ``now`` was a candidate: another
                 # read could only find messages posted since. (A dead
