@@ -163,3 +163,55 @@ def test_the_cursor_survives_a_restart_of_the_api_node(
     assert bodies(got) == [2, 3, 4]
     doc = restarted.subscriptions.find_one({'_id': sid})
     assert doc.get(consumer_state.LOST, 0) == 0
+
+
+def acknowledge(driver, queue, project, consume_id, position):
+    driver.message_controller._consumer_update(queue, project, consume_id,
+                                               position, None, 0)
+
+
+def test_live_readers_come_from_indexes_not_from_every_consumer(
+        driver, make_queue, project, clock, monkeypatch):
+    """A claim on a queue with consumers_required, and every stats call,
+    need the live consumers' count and lowest cursor: two counts and a
+    one-document probe of the consumer indexes, the same whether the
+    queue has 3 or 60 consumers (the default read every consumer's
+    document). Checked against that default on live, idle, cursorless
+    and expired consumers."""
+    queue = make_queue({'_retention': {'consumers_required': 1}})
+    post(driver, queue, project, *range(5))
+    idle_s = driver.message_controller._idle_s
+    sleepers = [subscribe(driver, queue, project, ttl=2 * idle_s)[0]
+                for _ in range(3)]
+    for consume_id in sleepers:
+        acknowledge(driver, queue, project, consume_id, 0)
+    clock.advance(idle_s + 1)
+    subscribe(driver, queue, project, ttl=1)       # expires below
+    readers = []
+    for ack in (3, 1, None):
+        consume_id = subscribe(driver, queue, project)[0]
+        if ack is not None:
+            acknowledge(driver, queue, project, consume_id, ack)
+        readers.append(consume_id)
+    clock.advance(2)
+
+    def both():
+        default = super(type(driver.message_controller),
+                        driver.message_controller)._live_readers(queue,
+                                                                 project)
+        return driver.message_controller._live_readers(queue,
+                                                       project), default
+
+    assert both() == ((3, -1, 3), (3, -1, 3))
+    acknowledge(driver, queue, project, readers[2], 2)
+    assert both() == ((3, 1, 3), (3, 1, 3))
+    returned = []
+    real_find = driver.subscriptions.find
+    monkeypatch.setattr(driver.subscriptions, 'find', lambda *a, **k: (
+        returned.append(len(found := real_find(*a, **k))) or found))
+    for _ in range(60):
+        subscribe(driver, queue, project)
+    returned.clear()
+    driver.message_controller.stats(queue, project=project)
+    # Twice one probe: for what retention keeps, and for the report.
+    assert returned == [1, 1]

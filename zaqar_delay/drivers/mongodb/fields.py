@@ -230,6 +230,15 @@ SUBSCRIPTION_INDEXES = {
     # (given_up.lowest_countable). Only consumers that were handed one.
     'zd_sub_handed': ([('p', ASC), ('s', ASC), ('ch', ASC)],
                       {'partialFilterExpression': {'ch': {'$exists': True}}}),
+    # Live and idle persistent consumers counted by when they were last
+    # active, and the lowest cursor of the live ones, from index keys
+    # (consumers.live_readers), not by reading every consumer: only
+    # consumers carry ``ca``.
+    'zd_sub_active': ([('p', ASC), ('s', ASC), ('ca', ASC), ('e', ASC)],
+                      {'partialFilterExpression': {'ca': {'$exists': True}}}),
+    'zd_sub_cursor': ([('p', ASC), ('s', ASC), ('ck', ASC), ('ca', ASC),
+                       ('e', ASC)],
+                      {'partialFilterExpression': {'ca': {'$exists': True}}}),
     # MongoDB's TTL monitor removes expired subscriptions; reads also
     # filter on ``e``, so the monitor's lag is never visible.
     'zd_sub_ttl': ([('x', ASC)], {'expireAfterSeconds': 0}),
