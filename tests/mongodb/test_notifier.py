@@ -36,3 +36,22 @@ def test_a_post_costs_the_same_with_25_consumers_as_with_none(
     # whether the queue has one): the next post fills it again, once.
     post(notifying, queue, project, 'refills the copy')
     assert requests() == alone
+
+
+def test_a_page_after_a_deleted_marker_goes_on_from_it(driver, project):
+    # Zaqar's notifier pages through a queue's subscriptions on every
+    # post; one deleted between two pages once sent the next page back to
+    # the start, and the first page's subscribers were notified twice.
+    driver.queue_controller.create('q', project=project)
+    created = [driver.subscription_controller.create(
+        'q', 'http://example.com/%d' % n, 3600, {}, project=project)
+        for n in range(5)]
+    pages = driver.subscription_controller.list('q', project=project,
+                                                limit=2)
+    first = [sub['id'] for sub in next(pages)]
+    marker = next(pages)
+    assert first == created[:2] and marker == created[1]
+    driver.subscription_controller.delete('q', marker, project=project)
+    pages = driver.subscription_controller.list('q', project=project,
+                                                marker=marker, limit=2)
+    assert [sub['id'] for sub in next(pages)] == created[2:4]

@@ -68,6 +68,13 @@ class SubscriptionController(storage.Subscription):
                 self._where(queue, project, _id=str(marker)), {'k': True})
             if after is not None:
                 query['k'] = {'$gt': after['k']}
+            elif bson.ObjectId.is_valid(str(marker)):
+                # Deleted since it was handed out: an id we made is its
+                # own place in the order, so the next page goes on from
+                # there, as on Zaqar's MongoDB driver, instead of
+                # listing from the start again (Zaqar's notifier would
+                # notify the first page twice).
+                query['k'] = {'$gt': bson.ObjectId(str(marker))}
         docs = self._subs.find(query, None, [('k', 1)], limit, index)
         found = [self._render(doc, now) for doc in docs]
         yield iter(found)
