@@ -23,3 +23,25 @@ def test_a_head_filed_for_its_expiry_is_never_handed_out(
     assert claim(driver, queue, project) == (None, [])
     clock.advance(2)
     assert bodies(claim(driver, queue, project)[1]) == [{'g': 'a', 'n': 2}]
+
+
+def test_purging_a_group_midway_through_its_move_ends_the_move(
+        driver, project, clock):
+    """A move takes a group 25 messages per step; a purge of the group
+    between two steps left the move standing, so gc's next step of that
+    move took a message posted to the group later to the old target."""
+    driver.queue_controller.create(
+        'q', metadata={'_message_group_key': 'g'}, project=project)
+    driver.queue_controller.create('t', project=project)
+    post(driver, 'q', project, *[{'g': 'a', 'n': n} for n in range(30)])
+    code, taken, done = driver.run_script('group_move', 'q', project,
+                                          '"a"', 't', 'start')
+    assert (code, len(taken), done) == (0, 25, 0)
+    driver.message_controller.purge_group('q', 'a', project=project)
+    post(driver, 'q', project, {'g': 'a', 'n': 'after'})
+    clock.advance(61)
+    driver.gc()
+    assert bodies(listed(driver, 't', project)) == [
+        {'g': 'a', 'n': n} for n in range(25)]
+    assert bodies(claim(driver, 'q', project)[1]) == [{'g': 'a',
+                                                      'n': 'after'}]

@@ -4,7 +4,8 @@
 -- are remembered like deleted ones, so a retried post cannot store them
 -- again.
 -- ARGV[3] group id (JSON-encoded).
--- Returns {number deleted by this call, number of members left}.
+-- Returns {number deleted by this call, number of members left}; the
+-- call that empties the group also ends a move of it.
 local group = ARGV[3]
 local ids = redis.call('ZREVRANGE', gkey(group), 0, BATCH - 1)
 for _, id in ipairs(ids) do
@@ -13,4 +14,13 @@ for _, id in ipairs(ids) do
   drop(id)
   bury(id)
 end
-return {#ids, redis.call('ZCARD', gkey(group))}
+local left = redis.call('ZCARD', gkey(group))
+if left == 0 then
+  -- A move of the group in progress ends with it: a member posted later
+  -- heads a group of this queue again, and gc's next step of that move
+  -- must not take it to the old target. (Batches the move already took
+  -- are in the outbox and still land there.)
+  redis.call('ZREM', MOVING, group)
+  redis.call('HDEL', MOVE_TARGETS, group)
+end
+return {#ids, left}
