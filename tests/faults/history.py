@@ -18,6 +18,12 @@ the same in ``time.monotonic()`` (``m0``, ``m1``), and the outcome:
 * ``killed`` - the call began (a line is written before each call) but its
   process was SIGKILLed before it returned: like ``error``.
 
+A call that returned while the Redis driver logged that its replica did
+not confirm the writes in time (``replica_acks``: "acknowledged anyway")
+is also marked ``unconfirmed``: a failover may lose those writes, as the
+option's help says, so such a post is not taken as acknowledged, such a
+pop or delete as a certain deletion, nor such a claim as certainly held.
+
 Messages are known by a tag in their body (``t``), as a failed post never
 tells its ids. The checks (``check``) only conclude what the brackets
 prove, so a noisy machine cannot produce a false violation:
@@ -46,6 +52,7 @@ prove, so a noisy machine cannot produce a false violation:
 import collections
 import glob
 import json
+import logging
 import os
 import time
 import traceback
@@ -65,6 +72,24 @@ def classify(exc):
     if isinstance(exc, storage_errors.ConnectionError):
         return 'error'
     return 'refused'
+
+
+class _Unconfirmed(logging.Handler):
+    """Counts the Redis driver's warnings that writes were acknowledged
+    without the replica confirming them (RedisDriver.pipelined)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record):
+        if record.getMessage().startswith('Redis WAIT:'):
+            self.count += 1
+
+
+_UNCONFIRMED = _Unconfirmed()
+logging.getLogger('zaqar_delay.drivers.redis.driver').addHandler(
+    _UNCONFIRMED)
 
 
 class Recorder:
@@ -87,6 +112,7 @@ class Recorder:
         record = dict(fields, op=op, q=queue, seq=self._seq, t0=time.time(),
                       m0=time.monotonic())
         self.write(dict(record, begin=True))
+        warned = _UNCONFIRMED.count
         try:
             result, outcome = fn(), 'ok'
         except Exception as exc:  # recorded, classified, never hidden
@@ -95,6 +121,8 @@ class Recorder:
             if outcome == 'crash':
                 record['at'] = _innermost_zaqar_frame(exc)
         record.update(t1=time.time(), m1=time.monotonic(), outcome=outcome)
+        if _UNCONFIRMED.count > warned:
+            record['unconfirmed'] = True
         return outcome, result, record
 
     def close(self):
@@ -161,7 +189,8 @@ def check(records, examples=5, dead_letters=None):
             ids = r.get('ids') or [None] * len(r['msgs'])
             for m, mid in zip(r['msgs'], ids):
                 posted[m['t']] = dict(m, id=mid, t0=r['t0'],
-                                      acked=r['outcome'] == 'ok')
+                                      acked=r['outcome'] == 'ok'
+                                      and not r.get('unconfirmed'))
         elif r['op'] == 'pop' and r['outcome'] in ('error', 'crash',
                                                    'killed'):
             failed_pops.append(r)
@@ -171,12 +200,14 @@ def check(records, examples=5, dead_letters=None):
                     r, tag=m['t'], id=m['id'], msgs=None))
                 if r['op'] == 'pop':
                     consumed.add(m['t'])
-                    _earliest(gone, m['t'], r['t1'])
+                    if not r.get('unconfirmed'):
+                        _earliest(gone, m['t'], r['t1'])
                     maybe_gone[m['t']].append(r['t0'])
         elif r['op'] == 'delete':
             if r['outcome'] == 'ok':
                 consumed.add(r['tag'])
-                if not _may_have_been_dead_lettered(r, claims, dead_letters):
+                if not (r.get('unconfirmed') or _may_have_been_dead_lettered(
+                        r, claims, dead_letters)):
                     _earliest(gone, r['tag'], r['t1'])
             if r['outcome'] != 'refused':
                 maybe_gone[r['tag']].append(r['t0'])
@@ -247,7 +278,10 @@ def _after(gone, tag, handout):
 
 
 def _may_precede(a, b):
-    """Could hand-out ``a`` have executed, then ended, before ``b``?"""
+    """Could hand-out ``a`` have executed, then ended, before ``b``? One
+    whose writes were not confirmed may have been lost with them."""
+    if a.get('unconfirmed'):
+        return True
     if a['op'] == 'pop':
         return False
     return b['t1'] + TOLERANCE_S >= a['t0'] + a['ttl']

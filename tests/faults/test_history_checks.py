@@ -195,3 +195,48 @@ def test_a_lost_message_counts_the_failed_pops_that_may_have_taken_it():
                            dead_letters={'q': 'dlq'})
     [lost] = report['all']['lost']
     assert lost['failed_pops_since_post'] == 1
+
+
+def unconfirmed(record):
+    return dict(record, unconfirmed=True)
+
+
+def test_writes_acknowledged_without_their_replica_prove_nothing():
+    # replica_acks: a write the replica did not confirm in time is
+    # acknowledged with a warning, and a failover may lose it (the
+    # option's help): such a post may be gone, such a pop or delete may
+    # not have happened, such a claim may not hold.
+    assert violations([unconfirmed(post('a', 0))]) == {}
+    assert violations([post('a', 0), unconfirmed(pop('a', 1)),
+                       pop('a', 2)]) == {}
+    assert violations([post('a', 0), claim('a', 1, claim_id='c1'),
+                       unconfirmed(delete('a', 1.1, claim_id='c1')),
+                       claim('a', 3.2, claim_id='c2'),
+                       delete('a', 3.3, claim_id='c2')]) == {}
+    assert violations([post('a', 0),
+                       unconfirmed(claim('a', 1, claim_id='c1')),
+                       claim('a', 1.5, claim_id='c2'),
+                       delete('a', 1.6, claim_id='c2')]) == {}
+    # Confirmed, the same histories are violations.
+    assert violations([post('a', 0), pop('a', 1), pop('a', 2)]) == {
+        'after_deletion': 1, 'two_live_claims': 1}
+    assert violations([post('a', 0), claim('a', 1, claim_id='c1'),
+                       claim('a', 1.5, claim_id='c2'),
+                       delete('a', 1.6, claim_id='c2')]) == {
+        'two_live_claims': 1}
+
+
+def test_the_recorder_marks_a_call_the_replica_did_not_confirm(tmp_path):
+    import logging
+    recorder = history.Recorder(str(tmp_path / 'p.jsonl'), 'p')
+
+    def acknowledged_anyway():
+        logging.getLogger('zaqar_delay.drivers.redis.driver').warning(
+            'Redis WAIT: 0 of 1 replicas confirmed the writes within '
+            '3.00 s; acknowledged anyway')
+        return []
+
+    assert 'unconfirmed' not in recorder.call('pop', 'q', lambda: [])[2]
+    assert recorder.call('pop', 'q', acknowledged_anyway)[2][
+        'unconfirmed'] is True
+    recorder.close()
