@@ -206,8 +206,7 @@ class DataDriver(storage.DataDriverBase):
         # hook call gc() from one thread.
         self._gc_pass = result
         try:
-            unfinished = self._visit(result, queues)
-            result.queues = result.visits
+            unfinished = self._visit(result, queues, first=True)
             while unfinished and (time.monotonic() - started
                                   < self.retention_conf.full_scan_time):
                 unfinished = self._visit(result, unfinished)
@@ -221,12 +220,13 @@ class DataDriver(storage.DataDriverBase):
             LOG.warning('gc skipped %d queues this pass', result.skipped)
         return result
 
-    def _visit(self, result, queues):
+    def _visit(self, result, queues, first=False):
         """One round of gc_each; returns the queues left unfinished."""
         unfinished = []
         for name, settle in queues:
             self.gc_heartbeat()
             result.visits += 1
+            result.queues += first
             self._visit_unfinished = False
             try:
                 result.expired += settle()
