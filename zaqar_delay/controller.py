@@ -127,20 +127,22 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         known), except for Zaqar's own ``purge``, which takes every group,
         pinned or not, and pins none. A ``pop`` is not refused for what
         the operator tightened since the metadata was stored
-        (_pop_policy)."""
-        policy = (self._pop_policy(queue, project) if pop
+        (lenient_policy)."""
+        policy = (self.lenient_policy(queue, project) if pop
                   else self.policy(queue, project))
         return dataclasses.replace(
             policy,
             client=None if purge else sticky.client_for(queue, policy),
             retention=self.with_readers(queue, project, policy.retention))
 
-    def _pop_policy(self, queue, project):
-        """A pop takes what is there: delays, which it never applies, are
-        not checked against today's ``max_message_delay``, and a
+    def lenient_policy(self, queue, project):
+        """The policy of a call that takes what is there (a pop; gc
+        finishing a dead-letter move): delays, which it never applies,
+        are not checked against today's ``max_message_delay``, and a
         ``_retention`` looser than the operator's settings now allow
         gives way to them, as for listings. Zaqar answers 503 to any
-        error of a pop, and its queue purge, which pops, would stop."""
+        error of a pop, its queue purge, which pops, would stop, and gc
+        would skip the queue on every pass."""
         try:
             return self.policy(queue, project)
         except errors.InvalidInput:

@@ -50,7 +50,8 @@ def read_queue(store, project, queue):
     persistent consumers' reports."""
     messages = store.message_controller
     sample = QueueSample(project or '', queue, messages.stats(queue, project))
-    dead_letter_queue = messages.policy(queue, project).dead_letter_queue
+    dead_letter_queue = messages.lenient_policy(
+        queue, project).dead_letter_queue
     if dead_letter_queue:
         counts = messages.stats(dead_letter_queue, project)['messages']
         sample.dead_letters = counts['total']

@@ -30,7 +30,7 @@ REDELIVERY_DELAY = '_redelivery_delay'
 STICKY = '_message_group_sticky'
 MAX_STICKY = 7 * 24 * 3600
 # What a delay stored before the operator lowered max_message_delay may
-# be, for a pop, which never applies it (controller._pop_policy).
+# be, for a pop, which never applies it (controller.lenient_policy).
 ANY_DELAY = 2 ** 31
 # Zaqar's own: its transport encrypts bodies before a driver sees them.
 ENCRYPTED = '_enable_encrypt_messages'

@@ -116,3 +116,20 @@ def test_a_queue_whose_cleanup_never_ends_does_not_hold_gc(
     result = driver.gc()
     assert per_visit and set(per_visit) == {VISIT_STEPS}
     assert result.skipped == 0 and result.expired >= 1
+
+
+def test_gc_settles_a_queue_whose_stored_delay_a_lowered_bound_refuses(
+        driver, make_queue, project, clock):
+    # Bounds never break Zaqar's gc: a queue whose metadata the operator's
+    # new limits refuse is settled like any other.
+    dlq = make_queue()
+    queue = make_queue({'_default_message_delay': 300,
+                        '_max_claim_count': 1, '_dead_letter_queue': dlq})
+    post(driver, queue, project, 'gone', ttl=60, delay=0)
+    post(driver, queue, project, 'kept', ttl=3600, delay=0)
+    driver.conf.set_override('max_message_delay', 60, group='transport')
+    clock.advance(61)
+    result = driver.gc()
+    assert result.skipped == 0 and result.expired >= 1
+    assert [m['body'] for m in driver.message_controller.pop(
+        queue, 5, project=project)] == ['kept']

@@ -486,3 +486,26 @@ def test_a_claim_that_cannot_read_a_head_filed_for_its_expiry_goes_on(
     monkeypatch.undo()
     assert claim(driver, queue, project) == (None, [])
     assert objects(driver, queue, project, 'a/') == []
+
+
+def test_gc_finishes_a_dead_letter_move_after_the_delay_bound_was_lowered(
+        driver, make_queue, project, clock, cut):
+    # gc read the queue's strict policy to finish the move: once the
+    # operator lowered max_message_delay below its stored delay, every
+    # pass skipped the queue and the dead letter stayed invisible.
+    dlq = make_queue()
+    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq,
+                        '_default_message_delay': 300})
+    post(driver, queue, project, 'poison', ttl=3600, delay=0)
+    claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    dlq_container = names.container(names.MESSAGES, dlq, project)
+    with cut('put_object', 'a/', container=dlq_container):
+        with pytest.raises(storage_errors.ConnectionError):
+            claim(driver, queue, project)
+    driver.conf.set_override('max_message_delay', 60, group='transport')
+    clock.advance(61)
+    assert driver.gc().skipped == 0
+    gc(driver, dlq, project, clock)
+    assert bodies(driver.message_controller.pop(
+        dlq, 5, project=project)) == ['poison']

@@ -212,7 +212,8 @@ class DataDriver(base.DataDriver):
                 continue
             params = names.ct_params(entry.get('content_type'))
             if params['c'] == names.DEAD:
-                policy = self.message_controller.policy(queue, project)
+                policy = self.message_controller.lenient_policy(queue,
+                                                                project)
                 self.claim_controller.dead_letter(qs, policy, project,
                                                   [message], now)
             elif params['c'] == names.MOVE:
