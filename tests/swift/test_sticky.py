@@ -268,3 +268,17 @@ def test_heads_pinned_when_grouping_and_stickiness_both_went_wait_for_gc(
     driver.gc()
     assert [m['body'] for m in claim(driver, queue, project)[1]] == [
         {'g': 'a', 'n': 2}]
+
+
+def test_a_queue_first_written_by_a_sticky_claim_is_known_to_gc(
+        driver, make_queue, project):
+    """The first write to a sticky queue is often a client's claim polling
+    it while empty (its activity, C/ and K/); the container it created had
+    no queue names, which gc and driver.queues() go by, and a post found
+    the container there: gc never settled the queue (no abandoned
+    dead-letter move finished, no retention cleanup)."""
+    queue = make_queue(STICKY)
+    with sticky.acting_as(MINE):
+        assert claim(driver, queue, project) == (None, [])
+    post(driver, queue, project, {'g': 'a'})
+    assert (project, queue) in set(driver.queues())

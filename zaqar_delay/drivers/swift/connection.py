@@ -34,6 +34,8 @@ LISTING_LIMIT = 10000   # Swift's default container_listing_limit
 # names each) is sent as as many requests of this size as it needs.
 BULK_LIMIT = 200
 OWNER = 'X-Object-Meta-Zd-Owner'
+# Queues whose names a Store keeps for creating their containers.
+QUEUE_META_KEPT = 10000
 
 
 def rewindable(body):
@@ -97,6 +99,9 @@ class Store:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             conf.max_parallel_requests, thread_name_prefix='zd-swift')
         self._bulk = None
+        # {container: metadata} of the queues operated on (queue_meta):
+        # whatever write creates a container gives it its queue's names.
+        self._queue_meta = {}
 
     # -- connections -------------------------------------------------------
 
@@ -178,7 +183,8 @@ class Store:
                 return False
             if status != 404:
                 return True
-            self.put_container(container, container_meta)
+            self.put_container(container, container_meta
+                               or self._queue_meta.get(container))
         raise zd_errors.BackendUnavailable(
             backend='Swift',
             reason='container {} keeps disappearing'.format(container))
@@ -322,6 +328,15 @@ class Store:
         return self._bulk
 
     # -- containers --------------------------------------------------------
+
+    def queue_meta(self, container, meta):
+        """Remember the names of the queue ``container`` holds: a write
+        that creates it (the first one need not be a post: a sticky
+        client's activity, a retention cut) stores them with it, and gc
+        finds a queue only by them."""
+        if len(self._queue_meta) >= QUEUE_META_KEPT:
+            self._queue_meta.clear()
+        self._queue_meta[container] = meta
 
     def put_container(self, container, meta=None):
         headers = {'X-Container-Meta-' + k: parse.quote(v, safe='')

@@ -75,10 +75,11 @@ class DataDriver(base.DataDriver):
         self._clock = clock
 
     def queue_state(self, queue, project):
-        return state.QueueState(
-            self.store, names.container(names.MESSAGES, queue, project),
-            self.store_conf.expiry_margin,
-            {'project': project or '', 'queue': queue})
+        container = names.container(names.MESSAGES, queue, project)
+        meta = {'project': project or '', 'queue': queue}
+        self.store.queue_meta(container, meta)
+        return state.QueueState(self.store, container,
+                                self.store_conf.expiry_margin, meta)
 
     def is_alive(self):
         return self.store.alive()
