@@ -214,3 +214,21 @@ def test_bad_redelivery_metadata_is_refused_at_claim(driver, make_queue,
     with pytest.raises(errors.InvalidInput, match=list(meta)[0]):
         claim(driver, queue, project)
     assert stats(driver, queue, project)['claimed'] == 0
+
+
+def test_a_renewal_keeps_the_ttl_its_claim_grew(driver, make_queue, project,
+                                                clock):
+    # A claimed message's ttl grows to the claim's ttl + grace, as on
+    # Zaqar's drivers; renewing with the same ttl and grace (a consumer
+    # renewing as it works) keeps it. Swift's object POST replaces every
+    # metadata item, and the ttl fell back to the posted one.
+    queue = make_queue()
+    message_id = post(driver, queue, project, 'm', ttl=120)[0]
+    claim_id, _ = claim(driver, queue, project, ttl=300, grace=60)
+    messages = driver.message_controller
+    assert messages.get(queue, message_id, project=project)['ttl'] == 360
+    clock.advance(100)
+    driver.claim_controller.update(queue, claim_id,
+                                   {'ttl': 300, 'grace': 60},
+                                   project=project)
+    assert messages.get(queue, message_id, project=project)['ttl'] == 360

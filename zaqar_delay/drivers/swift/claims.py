@@ -133,6 +133,13 @@ class ClaimController(controller.ClaimController):
             self._store.delete_many(qs.c, [
                 names.claim_obj(claim_id),
                 names.expiry_obj(record['e'], claim_id)])
+        elif len(record['m']) > len(won):
+            # The record named every message a lock was proposed for; a
+            # renewal extends what it names, so it keeps only those won
+            # (one PUT more, when a rival or a group took some).
+            held = {entry[1] for entry, _ in won}
+            record['m'] = [m for m in record['m'] if m[0] in held]
+            qs.write_claim(claim_id, record)
         return claim_id, self._finish(qs, now, claim_id, won, keep_until)
 
     def _tidy(self, qs, stale):

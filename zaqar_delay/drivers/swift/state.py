@@ -115,9 +115,10 @@ class QueueState:
         message deleted meanwhile stays deleted."""
         if message.expires >= keep_until:
             return
-        headers = dict(self.delete_at(keep_until), **{META_E: keep_until})
-        if lifetime > message.ttl:
-            headers[META_T] = lifetime
+        # A POST replaces every metadata item: the ttl a claim grew
+        # earlier is sent again, or a renewal would set it back.
+        headers = dict(self.delete_at(keep_until), **{
+            META_E: keep_until, META_T: max(message.ttl, lifetime)})
         if self.store.post(self.c, names.message_obj(message.id), headers):
             self.store.post(self.c, names.position_obj(message.pos), dict(
                 self.delete_at(keep_until), **{
