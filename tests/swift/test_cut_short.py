@@ -6,6 +6,7 @@ at the exact step, and checks what clients and gc see afterwards.
 """
 
 import contextlib
+import uuid
 
 import pytest
 import swiftclient
@@ -509,3 +510,24 @@ def test_gc_finishes_a_dead_letter_move_after_the_delay_bound_was_lowered(
     gc(driver, dlq, project, clock)
     assert bodies(driver.message_controller.pop(
         dlq, 5, project=project)) == ['poison']
+
+
+def test_a_listing_shows_a_message_filed_twice_once(driver, make_queue,
+                                                    project, cut):
+    """A claim that could not delete the filings it locked still hands
+    its messages out (its attempt-1 filings stay); released, they are
+    filed again as attempt 2. A listing read both filings of one message
+    when a page boundary fell between them, and showed it twice."""
+    mine = uuid.UUID('33333333-3333-4333-8333-333333333333')
+    queue = make_queue()
+    post(driver, queue, project, 'mine', ttl=3600, client=mine)
+    post(driver, queue, project, 'target', ttl=3600)
+    with cut('post_account'), cut('delete_object'):
+        claim_id, got = claim(driver, queue, project, limit=2)
+    assert bodies(got) == ['mine', 'target']
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    # Its own message skipped (echo off), a page of 3 entries ends
+    # between the two filings of 'target'.
+    pages = driver.message_controller.list(
+        queue, project=project, limit=3, echo=False, client_uuid=mine)
+    assert bodies(next(pages)) == ['target']

@@ -121,13 +121,20 @@ class MessageController(controller.MessageController):
                         keep, budget):
         out = []
         pages = self._pages(qs, 'a/', keep.after(marker), limit)
+        # A message filed twice (a stale filing of an earlier attempt
+        # beside its latest) is listed once, by its latest attempt on the
+        # page, and never again on a later page.
+        seen = set()
         for page in budget.pages(pages):
-            candidates, seen = [], set()
+            latest = {}
             for entry in page:
                 pos, message_id, attempt = names.parse_entry(entry['name'])
-                if pos in seen:
-                    continue
-                seen.add(pos)
+                if pos not in seen and (pos not in latest
+                                        or attempt > latest[pos][2]):
+                    latest[pos] = (entry, message_id, attempt)
+            seen.update(latest)
+            candidates = []
+            for pos, (entry, message_id, attempt) in latest.items():
                 poster = names.ct_params(entry.get('content_type')).get('u')
                 own = not echo and poster == client_uuid
                 candidates.append(
