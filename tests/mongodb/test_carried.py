@@ -91,3 +91,22 @@ def test_records_are_per_project(driver, make_queue, project):
     controller.carry_in(queue, other, [message], 'c')
     assert bodies(listed(driver, queue, other)) == ['a']
     assert bodies(listed(driver, queue, project)) == []
+
+
+def test_a_record_refused_for_another_reason_is_a_storage_error(
+        driver, make_queue, project, monkeypatch):
+    # A record another run wrote first is the same record; any other
+    # refusal is a storage error, as every MongoDB fault, never pymongo's
+    # own exception (which reaches Zaqar as a 500).
+    from pymongo import errors as mongo_errors
+    from zaqar.storage import errors as storage_errors
+    queue = make_queue()
+
+    def refuse(*args, **kwargs):
+        raise mongo_errors.BulkWriteError({'writeErrors': [
+            {'index': 0, 'code': 121, 'errmsg': 'validation failed'}]})
+
+    monkeypatch.setattr(driver.carried, 'insert_many', refuse)
+    with pytest.raises(storage_errors.ConnectionError):
+        driver.message_controller.carry_in(
+            queue, project, moved(driver, queue, project, 'a'), 'c')

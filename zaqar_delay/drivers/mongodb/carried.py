@@ -10,6 +10,7 @@ message has expired in the source too.
 
 from pymongo import errors as mongo_errors
 
+from zaqar_delay import errors
 from zaqar_delay.drivers.mongodb import clock
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields as f
@@ -37,4 +38,7 @@ def remember(driver, project, messages, now):
         driver.carried.insert_many(records, ordered=False)
     except mongo_errors.BulkWriteError as refused:
         if not connection.refused_as_duplicates(refused):
-            raise
+            # A storage error, as every other fault (given_up.py does
+            # the same): pymongo's own would reach Zaqar as a 500.
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason=refused)
