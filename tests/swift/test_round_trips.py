@@ -3,6 +3,8 @@
 
 import threading
 
+import pytest
+
 from tests.contract.helpers import claim, listed, post
 from tests.swift.requests import Requests
 from zaqar_delay.drivers.swift import names
@@ -231,3 +233,49 @@ def test_a_claim_lists_its_first_page_while_it_settles(
     clock.advance(2)
     claim_id, got = claim(driver, queue, project, limit=1)
     assert [m['body'] for m in got] == ['due']
+
+
+def test_a_slow_operation_leaves_room_for_another(driver, monkeypatch):
+    """Operations running at once (an API worker serving requests on
+    several threads) share the driver's pool: one whose requests hang
+    (a slow container, a tenant's backlog) keeps max_parallel_requests
+    of them in flight, never all its items queued there, and the pool
+    holds twice that, so another operation's requests still run. They
+    waited behind every one of the first one's before."""
+    width = driver.store_conf.max_parallel_requests
+    gate, entered, finished = threading.Event(), [], []
+
+    def hang(item):
+        entered.append(item)
+        gate.wait(30)
+        return item
+
+    slow = threading.Thread(target=lambda: finished.append(
+        driver.store.parallel(hang, range(3 * width))))
+    slow.start()
+    try:
+        for _ in range(200):
+            if len(entered) >= width:
+                break
+            threading.Event().wait(0.01)
+        assert driver.store.parallel(lambda n: n * 2, range(width)) == [
+            n * 2 for n in range(width)]
+        assert len(entered) == width    # its share, no more
+    finally:
+        gate.set()
+        slow.join(30)
+    assert finished == [list(range(3 * width))]
+
+
+def test_a_failure_in_parallel_stops_what_had_not_started(driver):
+    started = []
+
+    def fail_third(n):
+        started.append(n)
+        if n == 2:
+            raise ValueError(n)
+        return n
+
+    with pytest.raises(ValueError):
+        driver.store.parallel(fail_third, range(100))
+    assert len(started) < 100

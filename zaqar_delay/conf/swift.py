@@ -82,7 +82,9 @@ max_parallel_requests = cfg.IntOpt(
     'max_parallel_requests', default=8, min=1, max=64,
     help='How many Swift requests one operation may have in flight at once '
          '(for example the per-message requests of a claim of ten messages). '
-         'Each API worker keeps at most this many connections to Swift.')
+         'The operations of an API worker share a pool of twice this many '
+         'threads, one connection to Swift each, so that one slow operation '
+         'leaves room for the others.')
 
 expiry_margin = cfg.IntOpt(
     'expiry_margin', default=300, min=0, max=86400,

@@ -34,6 +34,8 @@ LISTING_LIMIT = 10000   # Swift's default container_listing_limit
 # names each) is sent as as many requests of this size as it needs.
 BULK_LIMIT = 200
 OWNER = 'X-Object-Meta-Zd-Owner'
+# The shared pool holds what this many operations may have in flight.
+OPERATIONS_PER_POOL = 2
 # Queues whose names a Store keeps for creating their containers.
 QUEUE_META_KEPT = 10000
 
@@ -96,8 +98,11 @@ class Store:
         self._session = None
         self._storage_url = None
         self._token = None
+        # Twice what one operation may use: a slow operation (a tenant's
+        # backlog, a slow container) leaves the other half to the rest.
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            conf.max_parallel_requests, thread_name_prefix='zd-swift')
+            OPERATIONS_PER_POOL * conf.max_parallel_requests,
+            thread_name_prefix='zd-swift')
         self._bulk = None
         # {container: metadata} of the queues operated on (queue_meta):
         # whatever write creates a container gives it its queue's names.
@@ -388,12 +393,40 @@ class Store:
 
     def parallel(self, fn, items):
         """``[fn(item) for item in items]``, up to max_parallel_requests at
-        once. Nested calls (from a pool thread) run in line."""
+        once: each call keeps that many in the shared pool, never all of
+        its items queued there, so operations running at once share it
+        instead of one waiting for another's backlog. Nested calls (from
+        a pool thread) run in line. The first failure (in item order) is
+        raised once what was in flight has finished; nothing more is
+        started after one."""
         items = list(items)
         if len(items) < 2 or threading.current_thread().name.startswith(
                 'zd-swift'):
             return [fn(item) for item in items]
-        return list(self._pool.map(fn, items))
+        results, failures, in_flight = [None] * len(items), {}, {}
+        waiting = iter(enumerate(items))
+
+        def start_next():
+            for index, item in waiting:
+                in_flight[self._pool.submit(fn, item)] = index
+                return
+
+        for _ in range(self.conf.max_parallel_requests):
+            start_next()
+        while in_flight:
+            done, _ = concurrent.futures.wait(
+                in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                index = in_flight.pop(future)
+                try:
+                    results[index] = future.result()
+                except Exception as exc:
+                    failures[index] = exc
+                if not failures:
+                    start_next()
+        if failures:
+            raise failures[min(failures)]
+        return results
 
     def alive(self):
         try:
