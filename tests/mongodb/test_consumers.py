@@ -215,3 +215,29 @@ def test_live_readers_come_from_indexes_not_from_every_consumer(
     driver.message_controller.stats(queue, project=project)
     # Twice one probe: for what retention keeps, and for the report.
     assert returned == [1, 1]
+
+
+def test_a_queue_deletion_resets_its_consumers_a_batch_per_request(
+        driver, make_queue, project, monkeypatch):
+    """Zaqar does not bound subscriptions: deleting a queue resets its
+    consumers' cursors RESTART_BATCH (here 4) per update, not all of
+    them in one."""
+    monkeypatch.setattr(consumer_state, 'RESTART_BATCH', 4)
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    readers = [subscribe(driver, queue, project)[0] for _ in range(10)]
+    for consume_id in readers:
+        acknowledge(driver, queue, project, consume_id, 1)
+    updated = []
+    real = driver.subscriptions.update_many
+
+    def counting(where, change, *args, **kwargs):
+        result = real(where, change, *args, **kwargs)
+        updated.append(result.modified_count)
+        return result
+
+    monkeypatch.setattr(driver.subscriptions, 'update_many', counting)
+    driver.message_controller._purge_queue(queue, project)
+    assert updated == [4, 4, 2]
+    assert all(consumer_state.one(driver, queue, project, c)[1].cursor
+               is None for c in readers)

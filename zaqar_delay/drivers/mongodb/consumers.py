@@ -34,6 +34,8 @@ STATE = (CURSOR, HANDED, LOST)
 FIELDS = STATE + (ACTIVE, MARK)
 
 _ANY = {'$regex': '^' + re.escape(consumers.PREFIX)}
+# Consumers a queue deletion resets per request (restart).
+RESTART_BATCH = 100
 
 
 def _where(queue, project, now, subscriber):
@@ -119,12 +121,20 @@ def restart(driver, queue, project):
     """The queue's consumers start again from its beginning (queue
     deletion): the positions of a queue created again start from 1, and a
     cursor from before would skip its messages, or count them as read by
-    all. ``lost`` stays, as on Redis (purge.lua). One update on the
-    ``{p, s, u}`` index; a queue has few consumers, one subscription
-    each."""
-    driver.subscriptions.update_many(
-        {'p': project, 's': queue, 'u': _ANY},
-        {'$unset': {CURSOR: '', HANDED: ''}})
+    all. ``lost`` stays, as on Redis (purge.lua). RESTART_BATCH consumers
+    per update, walking the ``{p, s, u}`` index by subscriber: Zaqar does
+    not bound subscriptions."""
+    after = consumers.PREFIX
+    while True:
+        batch = driver.subscriptions.find(
+            {'p': project, 's': queue, 'u': dict(_ANY, **{'$gt': after})},
+            {'u': True}, [('u', 1)], RESTART_BATCH, 'zd_sub_subscriber')
+        if not batch:
+            return
+        driver.subscriptions.update_many(
+            {'_id': {'$in': [doc['_id'] for doc in batch]}},
+            {'$unset': {CURSOR: '', HANDED: ''}})
+        after = batch[-1]['u']
 
 
 def fresh(subscriber, now):
