@@ -213,18 +213,27 @@ def test_a_member_stored_outside_its_group_never_joins_it_late(
     assert objects(driver, queue, project) == [names.GC_SUMMARY]
 
 
-def test_a_dead_letter_copy_cut_short_is_finished_by_gc(
-        driver, make_queue, project, clock, cut):
+def dead_letter_copy_cut_short(driver, make_queue, project, clock, cut,
+                               **metadata):
+    """A queue whose 'poison' message's dead-letter copy is stored in the
+    dead-letter queue (with its r/ marker), not yet filed: (queue, dlq)."""
     dlq = make_queue()
-    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq})
-    post(driver, queue, project, 'poison', ttl=3600)
+    queue = make_queue(dict(metadata, _max_claim_count=1,
+                            _dead_letter_queue=dlq))
+    post(driver, queue, project, 'poison', ttl=3600, delay=0)
     claim(driver, queue, project, ttl=60)
     clock.advance(61)
     dlq_container = names.container(names.MESSAGES, dlq, project)
-    # The copy is stored in the DLQ (with its r/ marker), not yet filed.
     with cut('put_object', 'a/', container=dlq_container):
         with pytest.raises(storage_errors.ConnectionError):
             claim(driver, queue, project)
+    return queue, dlq
+
+
+def test_a_dead_letter_copy_cut_short_is_finished_by_gc(
+        driver, make_queue, project, clock, cut):
+    queue, dlq = dead_letter_copy_cut_short(driver, make_queue, project,
+                                            clock, cut)
     assert stats(driver, dlq, project)['total'] == 0
     gc(driver, queue, project, clock)
     gc(driver, dlq, project, clock)
@@ -494,16 +503,8 @@ def test_gc_finishes_a_dead_letter_move_after_the_delay_bound_was_lowered(
     # gc read the queue's strict policy to finish the move: once the
     # operator lowered max_message_delay below its stored delay, every
     # pass skipped the queue and the dead letter stayed invisible.
-    dlq = make_queue()
-    queue = make_queue({'_max_claim_count': 1, '_dead_letter_queue': dlq,
-                        '_default_message_delay': 300})
-    post(driver, queue, project, 'poison', ttl=3600, delay=0)
-    claim(driver, queue, project, ttl=60)
-    clock.advance(61)
-    dlq_container = names.container(names.MESSAGES, dlq, project)
-    with cut('put_object', 'a/', container=dlq_container):
-        with pytest.raises(storage_errors.ConnectionError):
-            claim(driver, queue, project)
+    _, dlq = dead_letter_copy_cut_short(driver, make_queue, project, clock,
+                                        cut, _default_message_delay=300)
     driver.conf.set_override('max_message_delay', 60, group='transport')
     clock.advance(61)
     assert driver.gc().skipped == 0
