@@ -588,3 +588,39 @@ def test_a_subscriber_change_retried_after_a_lost_reply_is_made(
     with pytest.raises(storage_errors.SubscriptionAlreadyExists):
         lossy_subscriptions.update('q', other, project=project,
                                    subscriber='http://example.com/b')
+
+
+def test_a_post_retried_after_its_message_left_for_another_queue(
+        driver, project, lose_next_reply):
+    # The first attempt stored the message; before the retry, two claims
+    # sent it to the dead-letter queue. The retry found it neither stored
+    # nor deleted here and stored it again: in both queues. A message
+    # coming back by an outbox copy (a dead letter moved back) is still
+    # taken (test_a_dead_letter_moved_back_is_taken_again).
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create('q', project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+
+    def dead_letter_it():
+        claim_id, got = claim(driver, 'q', project)
+        assert [m['body'] for m in got] == ['once']
+        driver.claim_controller.delete('q', claim_id, project=project)
+        assert claim(driver, 'q', project) == (None, [])
+
+    lose_next_reply(dead_letter_it)
+    post(driver, 'q', project, 'once')
+    assert listed(driver, 'q', project, include_claimed=True) == []
+    assert [m['body'] for m in listed(driver, 'dlq', project)] == ['once']
+
+
+def test_a_dead_letter_moved_back_is_taken_again(driver, project):
+    driver.queue_controller.create('q', project=project, metadata={
+        '_message_group_key': 'g'})
+    driver.queue_controller.create('t', project=project, metadata={
+        '_message_group_key': 'g'})
+    post(driver, 'q', project, {'g': 'a'})
+    assert driver.message_controller.move_group('q', 'a', 't',
+                                                project=project) == 1
+    assert driver.message_controller.move_group('t', 'a', 'q',
+                                                project=project) == 1
+    assert [m['body'] for m in listed(driver, 'q', project)] == [{'g': 'a'}]

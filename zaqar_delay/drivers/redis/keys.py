@@ -54,6 +54,9 @@ key                type    holds
                            lately, scored by deletion time (ms); kept
                            ``deleted_id_memory`` seconds so a retried post
                            or outbox copy skips them
+``Q:movedout``     zset    ids that left for another queue (dead letters,
+                           moved groups) lately, by when (ms): a retried
+                           post skips them; forgotten with ``Q:deleted``
 ``Q:free``         zset    every live id not under a claim (delayed and
                            blocked group members included), by position:
                            retention's ``length`` counts these
@@ -197,7 +200,7 @@ QUEUE_REGISTRY = PREFIX + ':queues'
 QUEUE_KEY_SUFFIXES = ('msgs', 'avail', 'delayed', 'claimed', 'expiry', 'seq',
                       'claims', 'outbox', 'groups', 'deleted', 'free',
                       'removed', 'floor', 'readfloor', 'consumers',
-                      'carried')
+                      'carried', 'movedout')
 
 
 @functools.lru_cache(maxsize=10000)

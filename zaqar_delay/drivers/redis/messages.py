@@ -63,7 +63,8 @@ class MessageController(controller.MessageController):
     def _store(self, queue, project, messages, client_uuid, mode):
         """post.lua in ``mode`` (its ARGV[6]): '1' for ids this call made
         up, whose first attempt skips the per-id checks only a retry
-        needs; 'carry' for a move's messages; '0' otherwise."""
+        needs (its retries: 'retry'); 'carry' for a move's messages; '0'
+        otherwise."""
         per_message = []
         for message in messages:
             per_message += [message.id, message.ttl, message.delay,
@@ -86,7 +87,7 @@ class MessageController(controller.MessageController):
         _, was_empty = self.driver.run_attempts(
             'post', queue, project, lambda first: [
                 client_uuid, registry, member,
-                mode if first or mode != '1' else '0', *per_message])
+                mode if first or mode != '1' else 'retry', *per_message])
         if was_empty and on_cluster:
             self.driver.register_queue(queue, project)
 

@@ -54,6 +54,10 @@ local FLOOR, READFLOOR = Q .. ':floor', Q .. ':readfloor'
 -- forgotten (the message's expiry plus CARRIED_MARGIN_MS): a move run
 -- again skips them, also once their consumer deleted them (post.lua).
 local CARRIED = Q .. ':carried'
+-- Ids that left for another queue (dead letters, moved groups) lately,
+-- scored by when: a retried post skips them (post.lua), outbox copies
+-- coming back do not. Forgotten with DELETED (forget_buried).
+local MOVED_OUT = Q .. ':movedout'
 local CONSUMERS = Q .. ':consumers'
 -- Grouped ids under a claim, scored by claim expiry: the groups in flight
 -- are counted from it without walking every claimed id.
@@ -315,7 +319,9 @@ end
 -- Forget at most `batch` ids deleted more than `memory_ms` ago: bounded
 -- work per call, and every deleting script calls it, so the set keeps pace.
 local function forget_buried(memory_ms, batch)
-  return forget_until(DELETED, NOW - tonumber(memory_ms), batch)
+  local before = NOW - tonumber(memory_ms)
+  forget_until(MOVED_OUT, before, batch)
+  return forget_until(DELETED, before, batch)
 end
 
 -- Forget at most `batch` carried ids whose messages expired, with a margin
@@ -786,6 +792,7 @@ local function to_outbox(id, pos, to, ttl, delay)
   detach(id)
   redis.call('HSET', mkey(id), 'to', to, 'tt', ttl, 'td', delay, 'ob', NOW)
   redis.call('ZADD', OUTBOX, pos, id)
+  redis.call('ZADD', MOVED_OUT, NOW, id)
 end
 
 -- Persistent consumers (zaqar_delay/consumers.py): Q:cons:<consume_id> is a

@@ -9,7 +9,11 @@
 --         zaqar-delay-migrate moves in: an id carried in before is
 --         skipped too, even once `deleted_id_memory` forgot its deletion,
 --         and every id is remembered (CARRIED) until an hour after its
---         message expired; '0' otherwise
+--         message expired; 'retry' for a retry of a post whose ids it
+--         made up: an id that left for another queue since (dead letter,
+--         moved group: MOVED_OUT) is skipped too, as the first attempt
+--         stored it; '0' otherwise (outbox copies, which may bring an id
+--         back to a queue it left)
 -- ARGV[7..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
 --          body checksum ('' when checksums are off), age (ms: 0 for a
 --          post; a migrated message keeps its age; ttl and delay count
@@ -30,11 +34,13 @@ local was_empty = redis.call('EXISTS', MSGS, OUTBOX) == 0 and 1 or 0
 if ARGV[4] ~= '' then redis.call('SADD', ARGV[4], ARGV[5]) end
 local stored, seen = {}, {}
 local fresh, carry = ARGV[6] == '1', ARGV[6] == 'carry'
+local retry = ARGV[6] == 'retry'
 for i = 7, #ARGV, 7 do
   local id = ARGV[i]
   if fresh or (not seen[id] and redis.call('EXISTS', mkey(id)) == 0
                and not redis.call('ZSCORE', DELETED, id)
-               and not (carry and redis.call('ZSCORE', CARRIED, id))) then
+               and not (carry and redis.call('ZSCORE', CARRIED, id))
+               and not (retry and redis.call('ZSCORE', MOVED_OUT, id))) then
     stored[#stored + 1] = i
     seen[id] = true
   end

@@ -37,8 +37,10 @@ local deleted = redis.call('ZRANGE', DELETED, 0, batch - 1)
 if #deleted > 0 then redis.call('ZREM', DELETED, unpack(deleted)) end
 local carried = redis.call('ZRANGE', CARRIED, 0, batch - 1)
 if #carried > 0 then redis.call('ZREM', CARRIED, unpack(carried)) end
+local moved = redis.call('ZRANGE', MOVED_OUT, 0, batch - 1)
+if #moved > 0 then redis.call('ZREM', MOVED_OUT, unpack(moved)) end
 local n = #ids + #outbox + #claims + #groups + #deleted + #clients
-          + #carried
+          + #carried + #moved
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
