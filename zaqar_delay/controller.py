@@ -177,7 +177,7 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         the consumers read, so other queues pay nothing)."""
         if kept.consumers_required is None or kept.policy != retention.CLEANUP:
             return kept
-        live, lowest, _ = self._live_readers(queue, project)
+        live, lowest, _ = self._live_readers(queue, project, idle=False)
         return dataclasses.replace(kept, read_through=consumers.read_through_of(
             kept.consumers_required, live, lowest))
 
@@ -487,11 +487,12 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         """(store now in ms, every consumers.Consumer of the queue), for
         the operator's listing; with_readers and stats use _live_readers."""
 
-    def _live_readers(self, queue, project):
+    def _live_readers(self, queue, project, idle=True):
         """(live consumers, their lowest cursor as
-        consumers.lowest_cursor, idle consumers) of the queue. Default:
-        from _consumers; a backend whose queues may have many consumers
-        keeps these in indexes instead."""
+        consumers.lowest_cursor, idle consumers) of the queue; a backend
+        may leave the idle ones uncounted (None) for a caller that asks
+        no ``idle``. Default: from _consumers; a backend whose queues may
+        have many consumers keeps these in indexes instead."""
         now_ms, found = self._consumers(queue, project)
         live = [c for c in found if not c.is_idle(now_ms, self._idle_s)]
         return (len(live), consumers.lowest_cursor(live),

@@ -205,6 +205,9 @@ def test_live_readers_come_from_indexes_not_from_every_consumer(
     assert both() == ((3, -1, 3), (3, -1, 3))
     acknowledge(driver, queue, project, readers[2], 2)
     assert both() == ((3, 1, 3), (3, 1, 3))
+    # What claims ask (with_readers): the idle ones are not counted.
+    assert driver.message_controller._live_readers(
+        queue, project, idle=False) == (3, 1, None)
     returned = []
     real_find = driver.subscriptions.find
     monkeypatch.setattr(driver.subscriptions, 'find', lambda *a, **k: (

@@ -78,27 +78,29 @@ def every(driver, queue, project):
     return now, [_consumer(doc) for doc in docs]
 
 
-def live_readers(driver, queue, project, idle_s):
+def live_readers(driver, queue, project, idle_s, idle=True):
     """(live consumers, their lowest cursor as consumers.lowest_cursor,
-    idle consumers): two counts of the ``zd_sub_active`` range and one
-    probe of ``zd_sub_cursor`` (it steps over idle consumers' keys whose
-    cursor is lower), never a read of every consumer, which claims on a
-    queue with ``consumers_required`` and every stats call need."""
+    idle consumers, None unless ``idle``): a count of the
+    ``zd_sub_active`` range (two with ``idle``, which only stats want)
+    and one probe of ``zd_sub_cursor`` (it steps over idle consumers' keys
+    whose cursor is lower), never a read of every consumer, which claims
+    on a queue with ``consumers_required`` and every stats call need."""
     now = driver.now()
     since = now - idle_s * 1000
     where = {'p': project, 's': queue, 'e': {'$gt': now}}
     live_ones = dict(where, **{ACTIVE: {'$gt': since}})
     live = driver.subscriptions.count_documents(live_ones,
                                                 hint='zd_sub_active')
-    idle = driver.subscriptions.count_documents(
-        dict(where, **{ACTIVE: {'$lte': since}}), hint='zd_sub_active')
+    idle_ones = driver.subscriptions.count_documents(
+        dict(where, **{ACTIVE: {'$lte': since}}),
+        hint='zd_sub_active') if idle else None
     if not live:
-        return 0, None, idle
+        return 0, None, idle_ones
     # A consumer that acknowledged nothing has no ``ck``: it sorts first.
     lowest = driver.subscriptions.find(live_ones, {CURSOR: True, '_id': False},
                                        [(CURSOR, 1)], 1, 'zd_sub_cursor')
     cursor = lowest[0].get(CURSOR) if lowest else None
-    return live, -1 if cursor is None else cursor, idle
+    return live, -1 if cursor is None else cursor, idle_ones
 
 
 def update(driver, queue, project, consume_id, ack, handed, lost):

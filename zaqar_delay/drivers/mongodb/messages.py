@@ -420,9 +420,9 @@ class MessageController(controller.MessageController):
     def _consumers(self, queue, project):
         return consumer_state.every(self.driver, queue, project)
 
-    def _live_readers(self, queue, project):
+    def _live_readers(self, queue, project, idle=True):
         return consumer_state.live_readers(self.driver, queue, project,
-                                           self._idle_s)
+                                           self._idle_s, idle)
 
     def _consumer_register(self, queue, project, consume_id):
         # The state is created with the subscription document it lives
