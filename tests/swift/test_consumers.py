@@ -7,6 +7,7 @@ these tests look at the Swift objects.
 """
 
 import time
+import uuid
 
 from tests.consumer_helpers import (A, B, consumer, make_queue, page,
                                     subscribe)
@@ -200,3 +201,38 @@ def test_the_cursor_survives_a_swift_proxy_restart(driver, project,
             marker, 0, 0)
     finally:
         fresh.close()
+
+
+def test_finding_one_consumer_reads_none_of_the_others(driver, project,
+                                                       monkeypatch):
+    """Every listing with a Client-ID asks whether that client is a
+    persistent consumer: with 20 other consumers on the queue, the
+    lookup reads at most its own version and its own subscription entry
+    (before: every consumer's, two full listings per listing call)."""
+    make_queue(driver, project)
+    others = [str(uuid.uuid4()) for _ in range(20)]
+    for consume_id in others + [A]:
+        subscribe(driver, project, consume_id)
+    post(driver, 'q', project, 'm')
+    subscriptions = swift_consumers.container('q', project)
+    read = []
+    real_listing = driver.store.listing
+
+    def listing(container, prefix, *args, **kwargs):
+        found = real_listing(container, prefix, *args, **kwargs)
+        if container == subscriptions:
+            read.extend(entry['name'] for entry in found)
+        return found
+
+    monkeypatch.setattr(driver.store, 'listing', listing)
+    assert bodies(page(driver, project, A)[0]) == ['m']
+    # The lookup's two entries, then the page's update reading A's newest
+    # version.
+    assert all(A in name for name in read), read
+    assert len(read) == 3, read
+    read.clear()
+    stranger = str(uuid.uuid4())
+    assert consumer(driver, project, stranger) is None
+    assert read == [], read
+    assert [found.consume_id for found in driver.message_controller
+            .list_consumers('q', project)[1]] == sorted(others + [A])

@@ -171,9 +171,20 @@ class Consumers:
         return lambda low, high: count_gone(self.store, c, low, high)
 
     def one(self, queue, project, consume_id):
-        now, found = self.all(queue, project)
-        found = [c for c in found if c.consume_id == consume_id]
-        return now, (found[0] if found else None)
+        """(now ms, the live consumer or None): one round trip of two
+        listings of at most one entry each, whatever the number of the
+        queue's consumers (every listing with a Client-ID asks)."""
+        c = container(queue, project)
+        subscriber = names.subscriber_obj(consumers.PREFIX + consume_id)
+        versions, subscribed = self.store.parallel(lambda read: read(), [
+            lambda: self.store.listing(c, 'v/{}/'.format(consume_id),
+                                       limit=1, reverse=True),
+            lambda: self.store.listing(c, subscriber, limit=1)])
+        subscribed = [e for e in subscribed if e['name'] == subscriber]
+        found = [state for state in self._live(queue, project, versions,
+                                               subscribed)
+                 if state.consume_id == consume_id]
+        return self.driver.now_ms(), (found[0] if found else None)
 
     def all(self, queue, project):
         """(now ms, live consumers): one round trip of two listings."""
@@ -182,7 +193,10 @@ class Consumers:
             lambda: self.store.listing_all(c, 'v/'),
             lambda: self.store.listing_all(
                 c, names.subscriber_obj(consumers.PREFIX))])
-        now = self.driver.now_ms()
+        return self.driver.now_ms(), self._live(queue, project, versions,
+                                                subscribed)
+
+    def _live(self, queue, project, versions, subscribed):
         # Subscriptions expire by the wall clock, as subscriptions.py.
         wall = int(time.time())
         live = set()
@@ -197,9 +211,9 @@ class Consumers:
             if seq > newest.get(consume_id, (0, None))[0]:
                 newest[consume_id] = (seq, params)
         gone = self._gone(queue, project)
-        return now, [_state(cid, params, gone)
-                     for cid, (_, params) in sorted(newest.items())
-                     if cid in live and not params.get('gone')]
+        return [_state(cid, params, gone)
+                for cid, (_, params) in sorted(newest.items())
+                if cid in live and not params.get('gone')]
 
     def register(self, queue, project, consume_id):
         now = self.driver.now_ms()
