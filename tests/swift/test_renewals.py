@@ -26,6 +26,9 @@ def test_a_renewal_never_keeps_alive_a_message_its_claim_lost(
                             c=str(uuid.uuid4())))
     claim_id, got = claim(driver, queue, project, ttl=60)
     assert bodies(got) == ['ours']
+    # Its expiry hint, which retention's cut reads, names no more.
+    [hint] = driver.store.listing(qs.c, 'x/')
+    assert list(names.hint_members(hint)) == [got[0]['id']]
     driver.claim_controller.update(queue, claim_id, {'ttl': 3000},
                                    project=project)
     clock.advance(61)

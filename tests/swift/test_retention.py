@@ -109,6 +109,73 @@ def test_a_claimed_message_is_kept_until_its_claim_ends(
     assert removed(driver, queue, project) == 2
 
 
+def record_reads(driver, monkeypatch):
+    """The claim records (``c/``) the driver GETs, by name."""
+    reads, real_call = [], driver.store.call
+
+    def call(method, *args, **kwargs):
+        if method == 'get_object' and args[1].startswith('c/'):
+            reads.append(args[1])
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'call', call)
+    return reads
+
+
+def test_the_length_cut_reads_no_claim_record_per_live_claim(
+        driver, make_queue, project, monkeypatch):
+    """The cut needs the members of every live claim: their ``x/`` hints
+    name them, so a get or delete on a queue with 12 live claims reads
+    none of the 12 records (before: one GET per live claim, on every
+    claim, pop, list, get and delete of a queue with ``length``)."""
+    queue = kept_queue(make_queue, length=100)
+    ids = post(driver, queue, project, *range(13))
+    for _ in range(12):
+        assert len(claim(driver, queue, project, limit=1)[1]) == 1
+    reads = record_reads(driver, monkeypatch)
+    messages = driver.message_controller
+    assert messages.get(queue, ids[-1], project)['body'] == 12
+    messages.delete(queue, ids[-1], project)
+    assert reads == []
+    assert stats(driver, queue, project)['claimed'] == 12
+
+
+def test_a_claim_hint_names_what_the_claim_holds(driver, make_queue,
+                                                project):
+    queue = kept_queue(make_queue, length=2)
+    post(driver, queue, project, 0, 1, 2)
+    claim_id, taken = claim(driver, queue, project, limit=2)
+    qs = driver.queue_state(queue, project)
+
+    def hinted():
+        [hint] = driver.store.listing(qs.c, 'x/')
+        assert names.parse_expiry(hint['name'])[1] == claim_id
+        return names.hint_members(hint)
+
+    held = hinted()
+    assert sorted(held) == sorted(m['id'] for m in taken)
+    assert held == {m[0]: m[1] for m in qs.claim_record(claim_id)['m']}
+    # A renewal files the claim under its new expiry, naming the same.
+    driver.claim_controller.update(queue, claim_id, {'ttl': 120},
+                                   project)
+    assert hinted() == held
+
+
+def test_a_claim_larger_than_its_hint_names_is_read_from_its_record(
+        driver, make_queue, project, monkeypatch):
+    monkeypatch.setattr(names, 'HINT_MEMBERS', 1)
+    queue = kept_queue(make_queue, length=2)
+    post(driver, queue, project, 0, 1)
+    assert len(claim(driver, queue, project, limit=2)[1]) == 2
+    post(driver, queue, project, 2)
+    reads = record_reads(driver, monkeypatch)
+    # Both claimed messages are in flight, so not counted in length:
+    # taken as not in flight, 1 and 2 would be the two kept and 0 gone.
+    assert bodies(listed(driver, queue, project, include_claimed=True)) == [
+        0, 1, 2]
+    assert reads
+
+
 def test_a_dropped_group_head_never_blocks_its_group(
         driver, clock, make_queue, project):
     queue = kept_queue(make_queue, grouped=True, length=2)

@@ -135,11 +135,12 @@ class ClaimController(controller.ClaimController):
                 names.expiry_obj(record['e'], claim_id)])
         elif len(record['m']) > len(won):
             # The record named every message a lock was proposed for; a
-            # renewal extends what it names, so it keeps only those won
-            # (one PUT more, when a rival or a group took some).
+            # renewal extends what it names, and retention's cut keeps
+            # what the hint names, so both keep only those won (two PUTs
+            # more, when a rival or a group took some).
             held = {entry[1] for entry, _ in won}
             record['m'] = [m for m in record['m'] if m[0] in held]
-            qs.write_claim(claim_id, record)
+            self._record_and_hint(qs, claim_id, record)
         return claim_id, self._finish(qs, now, claim_id, won, keep_until)
 
     def _tidy(self, qs, stale):
@@ -281,17 +282,22 @@ class ClaimController(controller.ClaimController):
         return claim_id if mode == 'claim' else names.POP
 
     def _record(self, qs, claim_id, record, members):
-        """Write the claim record (and, the first time, its expiry hint)
-        naming every message about to be locked."""
+        """Write the claim record and its expiry hint naming every message
+        about to be locked (both again on a later round: the hint names
+        the members too, names.hint_type)."""
         if not members:
             return
-        first = not record['m']
         record['m'] += members
-        writes = [lambda: qs.write_claim(claim_id, record)]
-        if first:
-            writes.append(lambda: self._store.put(
-                qs.c, names.expiry_obj(record['e'], claim_id)))
-        self._store.parallel(lambda write: write(), writes)
+        self._record_and_hint(qs, claim_id, record)
+
+    def _record_and_hint(self, qs, claim_id, record):
+        self._store.parallel(lambda write: write(), [
+            lambda: qs.write_claim(claim_id, record),
+            lambda: self._put_hint(qs, claim_id, record)])
+
+    def _put_hint(self, qs, claim_id, record):
+        self._store.put(qs.c, names.expiry_obj(record['e'], claim_id),
+                        content_type=names.hint_type(record))
 
     def _attempts(self, qs, now, chunk, kinds, op):
         """Win attempt ``entry`` of each message of ``chunk``: its
@@ -461,7 +467,7 @@ class ClaimController(controller.ClaimController):
         old_expiry = record['e']
         record.update(t=ttl, g=grace, e=now + ttl * 1000)
         keep_until = record['e'] + grace * 1000
-        self._store.put(qs.c, names.expiry_obj(record['e'], claim_id))
+        self._put_hint(qs, claim_id, record)
         qs.write_claim(claim_id, record)
         if old_expiry != record['e']:
             self._store.delete(qs.c, names.expiry_obj(old_expiry, claim_id))

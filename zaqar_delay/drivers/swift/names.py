@@ -40,7 +40,10 @@ object                     holds
                            its members (JSON: id, position, attempt, group
                            key or null). Written before the locks.
 ``x/T/<claim id>``         a claim expiring at T: the index claims read to
-                           redeliver expired claims.
+                           redeliver expired claims. Content-Type ``m``:
+                           the record's members as JSON [[id, position],
+                           ...] (up to HINT_MEMBERS), what retention's
+                           cut reads instead of the record.
 ``g/G/P/I``                message I (position P) belongs to group G (the
                            group key, below); listing ``g/G/`` gives the
                            members in order, its first entry is the head.
@@ -134,6 +137,7 @@ field  meaning
 """
 
 import hashlib
+import json
 from urllib import parse
 
 PREFIX = 'zd'
@@ -237,6 +241,28 @@ def claim_obj(claim_id):
 
 def expiry_obj(expires_ms, claim_id):
     return 'x/%s/%s' % (ms(expires_ms), enc(claim_id))
+
+
+# Members an x/ hint names: a claim of more names none, and the retention
+# cut reads its record (Zaqar bounds a claim by 20 unless told otherwise;
+# 50 members keep the Content-Type under 4 KiB).
+HINT_MEMBERS = 50
+
+
+def hint_type(record):
+    """Content-Type of a claim's ``x/`` hint: the ids and positions of the
+    members its ``record`` names, or None past HINT_MEMBERS."""
+    if len(record['m']) > HINT_MEMBERS:
+        return None
+    return content_type(m=json.dumps([[m[0], m[1]] for m in record['m']],
+                                     separators=(',', ':')))
+
+
+def hint_members(entry):
+    """{id: position} an ``x/`` listing entry names, None if it names none
+    (a large claim, or one written by an earlier release)."""
+    raw = ct_params(entry.get('content_type')).get('m')
+    return None if raw is None else {mid: pos for mid, pos in json.loads(raw)}
 
 
 def _hex_key(text, hex_bytes):

@@ -257,9 +257,17 @@ def _live_hints(qs, now):
 
 
 def _members(qs, hints, now):
-    claim_ids = list(dict.fromkeys(names.parse_expiry(h['name'])[1]
-                                   for h in hints))
-    members = {}
+    """{id: position} of the members of the live claims ``hints`` list:
+    from the hints themselves, so the cut reads no record per claim;
+    only a claim whose hint names none has its record read."""
+    members, unnamed = {}, []
+    for hint in hints:
+        named = names.hint_members(hint)
+        if named is None:
+            unnamed.append(names.parse_expiry(hint['name'])[1])
+        else:
+            members.update(named)
+    claim_ids = list(dict.fromkeys(unnamed))
     for record in qs.store.parallel(qs.claim_record, claim_ids):
         if record is not None and record['e'] > now:
             members.update((m[0], m[1]) for m in record['m'])
