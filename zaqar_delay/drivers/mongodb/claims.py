@@ -149,7 +149,7 @@ class ClaimController(controller.ClaimController):
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
             won, drained, seen_live = self._take_ready(
-                ready, limit - len(taken), claim_id, update)
+                ready, limit - len(taken), claim_id, update, bounded)
             if won:
                 live = seen_live
             exhausted, handed = [], []
@@ -177,7 +177,7 @@ class ClaimController(controller.ClaimController):
         taken.sort(key=lambda doc: doc[f.POSITION])
         return taken, live
 
-    def _take_ready(self, ready, wanted, claim_id, update):
+    def _take_ready(self, ready, wanted, claim_id, update, bounded):
         """Claim up to ``wanted`` of the messages ``ready`` finds; returns
         (the documents this claim won, in position order, whether fewer
         than ``wanted`` were ready, whether the claim was seen live after
@@ -190,8 +190,9 @@ class ClaimController(controller.ClaimController):
         without reading the whole range, so it wins at the first message
         (tests/mongodb/test_indexes.py checks it on a real server). A
         sticky claim's range needs its hint (pins.py), so it reads its
-        candidate first. More are a read of candidates, an
-        ``update_many`` of those still ready, and a read of which ones
+        candidate first. More are a read of candidates (which deletes
+        the expired messages it meets and reads past them, within a
+        claim's budget: state.live_front), an ``update_many`` of those still ready, and a read of which ones
         this claim got, joined with the claim document (``$lookup`` by
         ``_id``): read after the update, it tells whether a settle ended
         the claim meanwhile (take), with no request of its own."""
@@ -200,8 +201,12 @@ class ClaimController(controller.ClaimController):
                 ready.filter, update, sort=ready.sort,
                 return_document=pymongo.ReturnDocument.AFTER)
             return ([doc], False, False) if doc else ([], True, False)
-        candidates = [doc['_id'] for doc in self._messages.find(
-            ready.filter, {'_id': True}, ready.sort, wanted, ready.index)]
+        candidates = [doc['_id'] for doc in state.live_front(
+            self.driver, self._messages, ready, wanted,
+            ready.filter[f.EXPIRES]['$gt'],
+            {'_id': True, f.EXPIRES: True, f.POSITION: True,
+             f.GROUP: True},
+            state.EXPIRED_BUDGET if bounded else None)]
         if not candidates:
             return [], True, False
         if len(candidates) == 1:

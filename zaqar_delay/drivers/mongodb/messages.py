@@ -188,7 +188,12 @@ class MessageController(controller.MessageController):
             states.append(f.DELAYED)
         query = queries.page(queue, project, now, marker, states,
                              None if echo else client_uuid)
-        docs = self._find_kept(query, kept, limit, held=include_claimed)
+        if include_claimed:
+            docs = self._find_kept(query, kept, limit)
+        else:
+            kept.restrict(query.filter)
+            docs = state.live_front(self.driver, self._messages, query,
+                                    limit, now)
         return ([state.render(doc, now) for doc in docs],
                 docs[-1][f.POSITION] if docs else None)
 
@@ -204,16 +209,12 @@ class MessageController(controller.MessageController):
                                 kept, 1)
         return found[0] if found else None
 
-    def _find_kept(self, query, kept, limit=0, held=True):
+    def _find_kept(self, query, kept, limit=0):
         """Up to ``limit`` (0: all) documents ``query`` matches that
-        ``kept`` keeps, in its order. ``held``: the query may match
-        claimed messages, kept whatever their age or position: read apart
+        ``kept`` keeps, in its order. The query may match claimed
+        messages, kept whatever their age or position: read apart
         (retention.Window.kept_or_held), so no index range walks what the
         window hides."""
-        if not held:
-            kept.restrict(query.filter)
-            return self._messages.find(query.filter, None, query.sort,
-                                       limit, query.index)
         found = []
         for where, index in kept.kept_or_held(query.filter, query.index):
             found += self._messages.find(where, None, query.sort, limit,

@@ -24,6 +24,9 @@ from zaqar_delay.drivers.mongodb import queries
 # Claims settled per pass, expired messages dropped per claim or list.
 SETTLE_BATCH = 1000
 PURGE_BATCH = 100
+# Expired messages one claim or listing deletes on its way to live ones
+# (live_front) before it answers with what it found.
+EXPIRED_BUDGET = 1000
 # Claims, pops and plain listings on one queue per full settle when the
 # probe finds nothing due (settle_if_due): each makes at most one claim
 # document, so a full settle's SETTLE_BATCH keeps ahead of them.
@@ -171,15 +174,54 @@ def purge_expired(driver, queue, project, now, batch=PURGE_BATCH):
             batch or SETTLE_BATCH, query.index)
         if not found:
             return purged
-        purged += driver.messages.delete_many(dict(
-            query.filter, _id={'$in': [doc['_id'] for doc in found]})
-        ).deleted_count
-        # Deleted first, advanced after: a crash in between leaves
-        # groups without a head, which gc's groups.repair finds.
-        groups.advance_all(driver, queue, project, groups.groups_of(found),
-                           now)
+        purged += drop_expired(driver, queue, project, found, now)
         if batch is not None:
             return purged
+
+
+def drop_expired(driver, queue, project, found, now):
+    """Delete those of the documents ``found`` that expired by ``now``;
+    their groups get their next head. Returns how many went."""
+    query = queries.expired(queue, project, now)
+    purged = driver.messages.delete_many(dict(
+        query.filter, _id={'$in': [doc['_id'] for doc in found]})
+    ).deleted_count
+    # Deleted first, advanced after: a crash in between leaves
+    # groups without a head, which gc's groups.repair finds.
+    groups.advance_all(driver, queue, project, groups.groups_of(found), now)
+    return purged
+
+
+def live_front(driver, messages, query, limit, now, projection=None,
+               budget=EXPIRED_BUDGET):
+    """Up to ``limit`` live documents of ``query``, in its order (position,
+    ascending), read from the front of its index range without its
+    ``e > now`` condition: MongoDB checks ``e`` only on the documents it
+    fetches, so with that condition a read walked every expired message
+    the purge batches had not reached yet, again on every read. Here the
+    expired ones it meets are returned, deleted and read past, so none is
+    examined twice; after ``budget`` of them (None: no bound, a pop) it
+    answers what it found, maybe nothing, and the next read goes on.
+    ``messages``: the collection the caller reads through; a
+    ``projection`` must keep ``e``, ``k`` and ``g``."""
+    front = dict(query.filter)
+    front.pop(f.EXPIRES, None)
+    live, met, size = [], 0, limit
+    while len(live) < limit:
+        found = messages.find(front, projection, query.sort, size,
+                              query.index)
+        live += [doc for doc in found if doc[f.EXPIRES] > now]
+        expired = [doc for doc in found if doc[f.EXPIRES] <= now]
+        if expired:
+            met += len(expired)
+            drop_expired(driver, front[f.QUEUE], front[f.PROJECT], expired,
+                         now)
+        if len(found) < size or (budget is not None and met >= budget):
+            break
+        front[f.POSITION] = dict(front.get(f.POSITION, {}),
+                                 **{'$gt': found[-1][f.POSITION]})
+        size = max(limit - len(live), PURGE_BATCH)
+    return live[:limit]
 
 
 def live_claim(doc, now):
