@@ -10,6 +10,7 @@ filter (the other conditions are checked only after the FETCH).
 
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import queries
 
 
 class _Reversed:
@@ -36,7 +37,9 @@ def _sort_key(sort):
 
 class Examined:
     """The documents each hinted find on ``messages`` examines, in
-    ``finds`` as (filter, index, examined)."""
+    ``finds`` as (filter, index, examined); and each ``findAndModify``
+    with a sort (MongoDB takes no hint there: the planner's choice is
+    queries.READY_INDEX, tests/mongodb/test_indexes.py)."""
 
     def __init__(self, monkeypatch):
         self.finds = []
@@ -52,7 +55,18 @@ class Examined:
             return original(coll, query, projection, sort, limit, hint,
                             skip)
 
+        def find_one_and_update(coll, query, update, sort=None, **kwargs):
+            raw = coll.raw
+            if raw.name == fields.MESSAGES and sort and '_id' not in query:
+                spy.finds.append((query, queries.READY_INDEX, spy._examined(
+                    raw, query, sort, 1, queries.READY_INDEX, 0)))
+            return coll._translate(raw.find_one_and_update, query, update,
+                                   sort=sort, **kwargs)
+
         monkeypatch.setattr(connection.GuardedCollection, 'find', find)
+        monkeypatch.setattr(connection.GuardedCollection,
+                            'find_one_and_update', find_one_and_update,
+                            raising=False)
 
     @staticmethod
     def _examined(raw, query, sort, limit, hint, skip):

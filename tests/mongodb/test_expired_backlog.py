@@ -64,6 +64,18 @@ def test_claims_behind_an_expired_backlog_examine_each_message_once(
     bounded(per_read, largest, 5)
 
 
+def test_claims_of_one_behind_an_expired_backlog_are_bounded(
+        driver, project, clock, examined):
+    """A claim (or pop) of one is one findAndModify, which cannot delete
+    what it walks: while the settle's purge leaves expired messages, it
+    reads candidates instead."""
+    expired_backlog(driver, project, clock)
+    got, per_read, largest = drain(
+        examined, lambda: claim(driver, 'q', project, limit=1)[1])
+    assert [m['body'] for m in got] == ['live']
+    bounded(per_read, largest, 1)
+
+
 def test_listings_behind_an_expired_backlog_examine_each_message_once(
         driver, project, clock, examined):
     expired_backlog(driver, project, clock)

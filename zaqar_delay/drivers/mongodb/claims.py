@@ -68,7 +68,7 @@ class ClaimController(controller.ClaimController):
         """Claim (or pop) up to ``limit`` due messages; dead-letter those
         whose attempts ran out. Returns (claim id, messages)."""
         now = self.driver.now()
-        state.settle_if_due(self.driver, queue, project, now)
+        crowded = state.settle_if_due(self.driver, queue, project, now)
         # What retention no longer keeps is never handed out; a batch of
         # it goes first, so groups whose head it was move on.
         kept = retention.settle(self.driver, queue, project,
@@ -85,7 +85,8 @@ class ClaimController(controller.ClaimController):
             f.REDELIVERY: policy.redelivery_delay}))
         taken, live = self._hand_out(queue, project, now, claim_id,
                                      expires, grace, limit, policy, kept,
-                                     client, bounded=mode != 'pop')
+                                     client, bounded=mode != 'pop',
+                                     crowded=crowded)
         if taken and not live and not (mode == 'pop' and len(taken) == 1) \
                 and not self._still_live(claim_id):
             # A settle ended this claim while it was being built (its ttl
@@ -126,13 +127,15 @@ class ClaimController(controller.ClaimController):
             {'_id': True}) is not None
 
     def _hand_out(self, queue, project, now, claim_id, expires, grace,
-                  limit, policy, kept, client, bounded=True):
+                  limit, policy, kept, client, bounded=True,
+                  crowded=False):
         """Claim up to ``limit`` ready messages, dead-lettering those whose
         attempts ran out on the way. A ``bounded`` call (a claim) moves at
         most twice its limit and DEAD_LETTER_BATCH more, then answers what
         it has, as Redis's claim.lua does: the next claim goes on. A pop
         goes on until it has messages or none is ready (an empty pop reads
-        as an empty queue, and Zaqar's purge stops at one)."""
+        as an empty queue, and Zaqar's purge stops at one). ``crowded``:
+        expired messages may be left at the front (settle_if_due)."""
         redelivery = policy.redelivery_delay
         update = {
             '$set': {f.STATE: f.CLAIMED, f.CLAIM: claim_id,
@@ -149,7 +152,8 @@ class ClaimController(controller.ClaimController):
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
             won, drained, seen_live = self._take_ready(
-                ready, limit - len(taken), claim_id, update, bounded)
+                ready, limit - len(taken), claim_id, update, bounded,
+                crowded)
             if won:
                 live = seen_live
             exhausted, handed = [], []
@@ -177,7 +181,8 @@ class ClaimController(controller.ClaimController):
         taken.sort(key=lambda doc: doc[f.POSITION])
         return taken, live
 
-    def _take_ready(self, ready, wanted, claim_id, update, bounded):
+    def _take_ready(self, ready, wanted, claim_id, update, bounded,
+                    crowded):
         """Claim up to ``wanted`` of the messages ``ready`` finds; returns
         (the documents this claim won, in position order, whether fewer
         than ``wanted`` were ready, whether the claim was seen live after
@@ -195,8 +200,13 @@ class ClaimController(controller.ClaimController):
         claim's budget: state.live_front), an ``update_many`` of those still ready, and a read of which ones
         this claim got, joined with the claim document (``$lookup`` by
         ``_id``): read after the update, it tells whether a settle ended
-        the claim meanwhile (take), with no request of its own."""
-        if wanted == 1 and ready.index == queries.READY_INDEX:
+        the claim meanwhile (take), with no request of its own.
+
+        While expired messages may be left at the front (``crowded``), one
+        wanted is read as candidates too: ``findAndModify`` would walk
+        them (its ``e`` is checked after the FETCH) and delete none."""
+        if (wanted == 1 and ready.index == queries.READY_INDEX
+                and not crowded):
             doc = self._messages.find_one_and_update(
                 ready.filter, update, sort=ready.sort,
                 return_document=pymongo.ReturnDocument.AFTER)

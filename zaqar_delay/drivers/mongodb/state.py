@@ -56,16 +56,21 @@ def settle_if_due(driver, queue, project, now):
     instead of ``d`` until they are due again (claimable in neither), and
     a claim that ended with no message left holds only its document. The
     SETTLE_EVERYth call removes up to SETTLE_BATCH of those, more than the
-    calls in between can have made; gc removes the rest."""
+    calls in between can have made; gc removes the rest.
+
+    Returns True when expired messages may be left (its purge took a
+    full batch): then a read should not leave ``e`` to MongoDB's FETCH
+    (live_front)."""
     if driver.settle_schedule.may_skip(queue, project) and not \
             driver.messages.find(queries.needs_settling(
                 queue, project, now).filter, {'_id': True}, limit=1):
-        return
+        return False
     ended = end_claims(driver, queue, project, now)
     promote_due(driver, queue, project, now)
-    purge_expired(driver, queue, project, now)
+    purged = purge_expired(driver, queue, project, now)
     if ended < SETTLE_BATCH:
         driver.settle_schedule.settled(queue, project)
+    return purged >= PURGE_BATCH
 
 
 class SettleSchedule:
