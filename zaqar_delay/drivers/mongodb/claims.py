@@ -197,10 +197,11 @@ class ClaimController(controller.ClaimController):
         sticky claim's range needs its hint (pins.py), so it reads its
         candidate first. More are a read of candidates (which deletes
         the expired messages it meets and reads past them, within a
-        claim's budget: state.live_front), an ``update_many`` of those still ready, and a read of which ones
-        this claim got, joined with the claim document (``$lookup`` by
-        ``_id``): read after the update, it tells whether a settle ended
-        the claim meanwhile (take), with no request of its own.
+        claim's budget: state.live_front), an ``update_many`` of those
+        still ready, and a read of which ones this claim got, joined with
+        the claim document (``$lookup`` by ``_id``): read after the
+        update, it tells whether a settle ended the claim meanwhile
+        (take), with no request of its own.
 
         While expired messages may be left at the front (``crowded``), one
         wanted is read as candidates too: ``findAndModify`` would walk
