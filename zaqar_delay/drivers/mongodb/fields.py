@@ -17,8 +17,9 @@ field    meaning
 ``k``    position in the queue (marker), from the ``counters`` document
 ``s``    state: ``r`` ready (claimable), ``d`` delayed (waiting for
          ``d``), ``c`` claimed (see ``c``/``ce``), ``b`` blocked (a
-         grouped message behind its group's head), ``m`` moving (frozen
-         by a group move, see ``mi``)
+         grouped message behind its group's head), ``w`` waiting (a
+         blocked member not due yet: ``b`` once due), ``m`` moving
+         (frozen by a group move, see ``mi``)
 ``b``    body, JSON text
 ``t``    ttl, seconds (raised by claims to the claim's ttl + grace, as
          Zaqar's drivers show a claimed message)
@@ -132,6 +133,9 @@ READY = 'r'
 DELAYED = 'd'
 CLAIMED = 'c'
 BLOCKED = 'b'
+# A blocked group member not due yet (``d > now``): outside the ranges a
+# listing of due messages walks; settling makes it ``b`` once due.
+WAITING = 'w'
 MOVING = 'm'
 
 PROJECT, QUEUE, POSITION, STATE = 'p', 'q', 'k', 's'

@@ -90,7 +90,8 @@ def _freeze(driver, queue, project, group, target, move_id, head, now):
     docs = [doc for doc in driver.messages.find(
         dict(members.filter, **{f.EXPIRES: {'$gt': now}}),
         {f.STATE: True}, members.sort, hint=members.index)
-        if doc[f.STATE] == f.BLOCKED or doc['_id'] == head['_id']]
+        if doc[f.STATE] in (f.BLOCKED, f.WAITING)
+        or doc['_id'] == head['_id']]
     # Recorded under the move id until the move is finished
     # (reservations.py): the target's persistent readers wait for it.
     first, _ = reservations.reserve(driver, target, project, len(docs), now,
@@ -114,7 +115,7 @@ def _freeze(driver, queue, project, group, target, move_id, head, now):
             driver.messages.update_one(
                 f.queue_filter(queue, project, **{
                     '_id': doc['_id'], f.GROUP: group,
-                    f.STATE: f.BLOCKED}),
+                    f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}),
                 {'$set': dict(frozen, **{
                     f.MOVE_POSITION: position[doc['_id']]})})
     return True
@@ -176,7 +177,8 @@ def _land(driver, queue, project, docs, target, policy, now):
         changes = {f.QUEUE: target, f.POSITION: doc[f.MOVE_POSITION],
                    f.CREATED: now, f.TTL: ttl, f.EXPIRES: now + ttl * 1000,
                    f.DUE: now + delay * 1000, f.CLAIM_COUNT: 0,
-                   f.STATE: (f.BLOCKED if group is not None
+                   f.STATE: (f.WAITING if group is not None and delay
+                             else f.BLOCKED if group is not None
                              else f.DELAYED if delay else f.READY)}
         removed = dict(MOVE_FIELDS, **{f.HEAD: '', f.CLAIM: '', f.PIN: '',
                                        f.CLAIM_EXPIRES: '', f.REDELIVERY: ''})
@@ -200,8 +202,10 @@ def _unfreeze(driver, queue, project, move_id, now):
         '$set': {f.STATE: f.READY}, '$unset': MOVE_FIELDS})
     driver.messages.update_many(dict(head, **{f.DUE: {'$gt': now}}), {
         '$set': {f.STATE: f.DELAYED}, '$unset': MOVE_FIELDS})
-    driver.messages.update_many(frozen, {
+    driver.messages.update_many(dict(frozen, **{f.DUE: {'$lte': now}}), {
         '$set': {f.STATE: f.BLOCKED}, '$unset': MOVE_FIELDS})
+    driver.messages.update_many(frozen, {
+        '$set': {f.STATE: f.WAITING}, '$unset': MOVE_FIELDS})
 
 
 def _policy(driver, target, project):

@@ -67,7 +67,7 @@ def advance(driver, queue, project, group, now, pinned=True):
         if not found:
             return None
         first = found[0]
-        if first[f.STATE] != f.BLOCKED:
+        if first[f.STATE] not in (f.BLOCKED, f.WAITING):
             if f.HEAD in first:
                 continue        # promoted since the probe above
             return first        # frozen by a move (or a pre-groups doc)
@@ -91,7 +91,8 @@ def _promote(driver, queue, project, group, doc, now, pinned):
     try:
         result = driver.messages.update_one(
             f.queue_filter(queue, project, **{
-                '_id': doc['_id'], f.GROUP: group, f.STATE: f.BLOCKED}),
+                '_id': doc['_id'], f.GROUP: group,
+                f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}),
             {'$set': changes})
     except mongo_errors.DuplicateKeyError:
         return None             # another member became head meanwhile

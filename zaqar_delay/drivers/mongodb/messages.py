@@ -160,7 +160,8 @@ class MessageController(controller.MessageController):
         due = created + message.delay * 1000
         doc = f.queue_filter(queue, project, **{
             '_id': message.id, f.POSITION: position,
-            f.STATE: (f.BLOCKED if message.group is not None
+            f.STATE: (f.WAITING if message.group is not None and due > now
+                      else f.BLOCKED if message.group is not None
                       else f.DELAYED if due > now else f.READY),
             f.BODY: message.body_json, f.TTL: message.ttl,
             f.CREATED: created, f.EXPIRES: created + message.ttl * 1000,

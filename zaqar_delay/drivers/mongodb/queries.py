@@ -62,7 +62,7 @@ def due_now(queue, project, now, sort):
                  _show(query, [f.CLAIMED, f.READY, f.BLOCKED], now))
 
 
-LISTED = {f.READY, f.BLOCKED, f.CLAIMED, f.DELAYED}
+LISTED = {f.READY, f.BLOCKED, f.CLAIMED, f.DELAYED, f.WAITING}
 
 
 def _show(query, states, now):
@@ -73,12 +73,16 @@ def _show(query, states, now):
     (their ``d`` is created + delay). Moving messages are in no queue
     until their move lands (as Redis keeps them in an outbox).
     """
+    if f.DELAYED in states and f.BLOCKED in states:
+        states = list(states) + [f.WAITING]
     states = sorted(states)
     if set(states) == LISTED:
         query[f.STATE] = {'$ne': f.MOVING}
         return 'zd_position'
     query[f.STATE] = states[0] if len(states) == 1 else {'$in': states}
     if f.BLOCKED in states and f.DELAYED not in states:
+        # Members not due are ``w``, outside these ranges; this condition
+        # only hides ``b`` members an earlier release stored not due.
         others = [state for state in states if state != f.BLOCKED]
         query['$or'] = [{f.STATE: others[0] if len(others) == 1
                          else {'$in': others}},
@@ -94,10 +98,12 @@ def any_live(queue, project, now, sort):
 
 
 def delayed_due(queue, project, now):
-    """Delayed messages whose time has come (promoted to ready)."""
+    """Delayed messages and waiting group members whose time has come
+    (become ready and blocked): two ranges merged by ``d``."""
     return Query(f.MESSAGES,
                  f.queue_filter(queue, project, **{
-                     f.STATE: f.DELAYED, f.DUE: {'$lte': now}}),
+                     f.STATE: {'$in': [f.DELAYED, f.WAITING]},
+                     f.DUE: {'$lte': now}}),
                  [(f.DUE, 1)], 'zd_state_due')
 
 
@@ -116,7 +122,7 @@ def due_again(queue, project, now):
     a claim (state.settle_if_due)."""
     return Query(f.MESSAGES,
                  f.queue_filter(queue, project, **{
-                     f.STATE: {'$in': [f.CLAIMED, f.DELAYED]},
+                     f.STATE: {'$in': [f.CLAIMED, f.DELAYED, f.WAITING]},
                      f.DUE: {'$lte': now}}),
                  None, 'zd_state_due')
 
@@ -195,7 +201,7 @@ def next_group(queue, project, after):
 
 # States whose messages retention judges; the others (claimed, moving)
 # are held: kept, and not counted against ``length``.
-KEEPABLE = [f.BLOCKED, f.DELAYED, f.READY]
+KEEPABLE = [f.BLOCKED, f.DELAYED, f.READY, f.WAITING]
 
 
 def keepable(queue, project, now, created_after=None, sort=-1):

@@ -96,16 +96,19 @@ class SettleSchedule:
 
 
 def promote_due(driver, queue, project, now):
-    """Up to SETTLE_BATCH delayed messages that are due become ready,
-    the earliest due first: one bounded update however many fell due at
-    once (the next settle takes the next batch)."""
+    """Up to SETTLE_BATCH delayed messages and waiting group members
+    that are due become ready and blocked (listed), the earliest due
+    first: one bounded read however many fell due at once (the next
+    settle takes the next batch), an update per state found."""
     due = queries.delayed_due(queue, project, now)
-    found = driver.messages.find(due.filter, {'_id': True}, due.sort,
-                                 SETTLE_BATCH, due.index)
-    if found:
-        driver.messages.update_many(
-            dict(due.filter, _id={'$in': [doc['_id'] for doc in found]}),
-            {'$set': {f.STATE: f.READY}})
+    found = driver.messages.find(due.filter, {'_id': True, f.STATE: True},
+                                 due.sort, SETTLE_BATCH, due.index)
+    for was, becomes in ((f.DELAYED, f.READY), (f.WAITING, f.BLOCKED)):
+        ids = [doc['_id'] for doc in found if doc[f.STATE] == was]
+        if ids:
+            driver.messages.update_many(
+                dict(due.filter, **{f.STATE: was, '_id': {'$in': ids}}),
+                {'$set': {f.STATE: becomes}})
 
 
 def end_claims(driver, queue, project, now):
