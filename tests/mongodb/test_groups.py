@@ -304,3 +304,30 @@ def test_settle_purge_advances_groups_of_expired_heads(driver, project,
     assert state.purge_expired(driver, grouped, project, driver.now(),
                                None) == 1
     assert layout(driver, grouped, project) == [('"a"', 2, 'r', True)]
+
+
+def test_a_delayed_group_moves_and_unfreezes_as_waiting_members(
+        driver, project, clock):
+    """Members not due are ``w`` wherever they land: in the target of a
+    move (their remaining delay), and back in the source when gc aborts a
+    crashed move; once due, settling makes them ``b``."""
+    grouped = 'q'
+    driver.queue_controller.create(grouped, metadata=dict(
+        GROUPED, _default_message_delay=900), project=project)
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('b', 1),
+         msg('b', 2), ttl=3600)
+    assert [row[2:] for row in layout(driver, grouped, project)] == [
+        ('d', True), ('w', False), ('d', True), ('w', False)]
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 2
+    assert layout(driver, 't', project) == [
+        ('"a"', 1, 'd', True), ('"a"', 2, 'w', False)]
+    _frozen_move(driver, project, grouped, 't', '"b"')
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+    driver.gc()
+    assert layout(driver, grouped, project) == [
+        ('"b"', 1, 'd', True), ('"b"', 2, 'w', False)]
+    clock.advance(900)
+    assert names(listed(driver, 't', project)) == ['a1', 'a2']
+    assert [row[2] for row in layout(driver, 't', project)] == ['r', 'b']
