@@ -374,3 +374,34 @@ def test_heads_dropped_at_their_expiry_are_deleted_once(
     twice = [name for name in set(sent) if sent.count(name) > 1]
     assert twice == []
     assert objects(driver, qs, 'd/') == objects(driver, qs, 'a/') == []
+
+
+def test_a_move_holds_one_page_of_members_at_a_time(
+        driver, make_queue, project, monkeypatch):
+    """A move reads, copies and deletes MOVE_BATCH members at a time (3
+    here), so what it holds in memory does not grow with the group; the
+    target gets them all, in order, with their ids. A member posted while
+    the move runs stays here as the group's new head."""
+    from zaqar_delay.drivers.swift import group_admin
+    monkeypatch.setattr(group_admin, 'MOVE_BATCH', 3)
+    queue, target = make_queue(GROUPED), make_queue(GROUPED)
+    ids = post(driver, queue, project,
+               *[{'g': 'a', 'n': n} for n in range(8)], ttl=3600)
+    inserted, real_insert = [], driver.message_controller._insert
+
+    def insert(into, project_id, batch, *args, **kwargs):
+        if into == target:
+            inserted.append(len(batch))
+        if len(inserted) == 2 and into == target:
+            post(driver, queue, project, {'g': 'a', 'n': 'late'})
+        return real_insert(into, project_id, batch, *args, **kwargs)
+
+    monkeypatch.setattr(driver.message_controller, '_insert', insert)
+    assert driver.message_controller.move_group(
+        queue, 'a', target, project=project) == 8
+    monkeypatch.undo()
+    assert inserted == [3, 3, 2]
+    moved = listed(driver, target, project, include_delayed=True)
+    assert [m['id'] for m in moved] == ids
+    assert bodies(claim(driver, queue, project)[1]) == [
+        {'g': 'a', 'n': 'late'}]

@@ -4,9 +4,10 @@ head rule: groups.py).
 Swift has no multi-object transaction, so purge and move are not atomic:
 members posted while they run are left in the queue (and become the group's
 new head). A move locks the head first (``l/<id>/<attempt>`` with
-``c=move``), so no claim can take it meanwhile, copies the group into the
-target with the same ids (a repeated copy is skipped), and only then
-deletes it here, head last; gc finishes a move whose node died midway.
+``c=move``), so no claim can take it meanwhile, then copies the group
+into the target with the same ids (a repeated copy is skipped) a page of
+MOVE_BATCH members at a time, deleting each page here once it is copied,
+head last; gc finishes a move whose node died midway.
 """
 
 import json
@@ -24,6 +25,9 @@ from zaqar_delay.drivers.swift import retention as swift_retention
 
 # g/ entries read per listing request while collecting a page of groups.
 PAGE = 1000
+# Members a move reads, copies and deletes at a time: what one move holds
+# in memory, whatever the size of the group.
+MOVE_BATCH = 100
 
 
 def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
@@ -79,16 +83,27 @@ def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
     return list(found.values())[:limit]
 
 
-def live_members(qs, gk, now):
-    """The group's live messages, in order (gone entries are dropped)."""
-    entries = groups.members(qs, gk)
+def live_members(qs, gk, now, after=None, end=None, limit=None):
+    """The group's live messages, in order (gone entries are dropped):
+    all of them, or with ``limit`` one listing page of its entries after
+    the entry name ``after`` and before ``end``; then also the name of the
+    page's last entry (None when the page was not full)."""
+    if limit is None:
+        entries = groups.members(qs, gk)
+        last = None
+    else:
+        page = qs.store.listing(qs.c, names.group_prefix(gk), marker=after,
+                                end_marker=end, limit=limit)
+        entries = [names.parse_group_entry(e['name'])[1:] for e in page]
+        last = page[-1]['name'] if len(page) == limit else None
     read = qs.store.parallel(lambda e: qs.lookup(e[1], now), entries)
     ghosts = [(mid, pos, None, gk)
-              for (pos, mid, _), (message, missing) in zip(entries, read)
+              for (pos, mid, *_), (message, missing) in zip(entries, read)
               if missing]
     if ghosts:
         qs.remove(ghosts, now)
-    return [message for message, _ in read if message is not None]
+    found = [message for message, _ in read if message is not None]
+    return found if limit is None else (found, last)
 
 
 def purge(qs, now, group):
@@ -106,7 +121,15 @@ def move(driver, queue, project, group, target):
     qs = driver.queue_state(queue, project)
     qs.settle(now)
     gk = names.group_key(group)
-    members = live_members(qs, gk, now)
+    # Members posted from now on stay here (the group's new head).
+    tail = qs.store.listing(qs.c, names.group_prefix(gk), limit=1,
+                            reverse=True)
+    if not tail:
+        return 0
+    end = tail[0]['name'] + '0'
+    members, after = live_members(qs, gk, now, end=end, limit=MOVE_BATCH)
+    while not members and after is not None:
+        members, after = live_members(qs, gk, now, after, end, MOVE_BATCH)
     if not members:
         return 0
     policy = driver.message_controller.policy(target, project)
@@ -116,14 +139,41 @@ def move(driver, queue, project, group, target):
             qs.c, names.lock_obj(head.id, attempts + 1),
             content_type=names.content_type(c=names.MOVE, t=target)):
         raise errors.GroupInFlight(group=group, queue=queue)
-    transfer(driver, qs, project, members, target, policy, now)
-    return len(members)
+    return transfer(driver, qs, project, head, target, policy, now,
+                    (members, after), end)
 
 
-def transfer(driver, qs, project, members, target, policy, now):
-    """Copy ``members`` (head first) to ``target`` with their remaining
-    ttl and delay, in order, then delete them here, head last."""
-    messages = driver.message_controller
+def transfer(driver, qs, project, head, target, policy, now, first=None,
+             end=None):
+    """Copy the group of the locked ``head`` to ``target`` with remaining
+    ttl and delay, in order, MOVE_BATCH members at a time (``first``: the
+    first page, as live_members gave it; ``end``: the entry name the move
+    stops before), deleting each page here once it is copied and the head
+    last. Returns how many moved. The copies keep their ids, so a page
+    copied again after a crash is skipped in the target."""
+    moved = 0
+    page, after = first or live_members(qs, head.gk, now, end=end,
+                                        limit=MOVE_BATCH)
+    batch = [head] + [m for m in page if m.id != head.id]
+    while True:
+        _copy(driver, project, batch, target, policy, now)
+        # The markers first: dying in between must not leave one that
+        # would skip these messages were they moved back.
+        qs.moved_out([m.id for m in batch])
+        qs.remove([(m.id, m.pos, None, m.gk) for m in batch
+                   if m.id != head.id], now)
+        moved += len(batch)
+        if after is None:
+            break
+        page, after = live_members(qs, head.gk, now, after, end, MOVE_BATCH)
+        batch = [m for m in page if m.id != head.id]
+    qs.remove([(head.id, head.pos, None, head.gk)], now)
+    return moved
+
+
+def _copy(driver, project, members, target, policy, now):
+    """Insert ``members`` into ``target``: one insert per run of one
+    poster's messages, so positions keep their order."""
     runs = []
     for message in members:
         body_json = json.dumps(message.body, ensure_ascii=False,
@@ -138,14 +188,9 @@ def transfer(driver, qs, project, members, target, policy, now):
             runs[-1][1].append(moved)
         else:
             runs.append((message.client, [moved]))
-    # One insert per run of one poster's messages: positions keep order.
     for client_uuid, batch in runs:
-        messages._insert(target, project, batch, client_uuid, copies=True)
-    # The markers first: dying in between must not leave one that would
-    # skip these messages were they moved back.
-    qs.moved_out([m.id for m in members])
-    qs.remove([(m.id, m.pos, None, m.gk) for m in members[1:] + members[:1]],
-              now)
+        driver.message_controller._insert(target, project, batch,
+                                          client_uuid, copies=True)
 
 
 def finish_move(driver, qs, project, head, target, now):
@@ -169,6 +214,4 @@ def finish_move(driver, qs, project, head, target, now):
     # The move was accepted: metadata of the target's that went bad since
     # takes the group ungrouped rather than stranding it here.
     policy = rules.QueuePolicy.for_arrivals(metadata)
-    members = live_members(qs, head.gk, now)
-    members = [head] + [m for m in members if m.id != head.id]
-    transfer(driver, qs, project, members, target, policy, now)
+    transfer(driver, qs, project, head, target, policy, now)
