@@ -405,3 +405,32 @@ def test_a_move_holds_one_page_of_members_at_a_time(
     assert [m['id'] for m in moved] == ids
     assert bodies(claim(driver, queue, project)[1]) == [
         {'g': 'a', 'n': 'late'}]
+
+
+def test_a_purge_holds_one_page_of_members_at_a_time(
+        driver, make_queue, project, monkeypatch):
+    """A purge reads and deletes MOVE_BATCH members at a time (3 here),
+    from the tail, so no member is filed as a head while it runs and
+    what it holds does not grow with the group."""
+    from zaqar_delay.drivers.swift import group_admin
+    monkeypatch.setattr(group_admin, 'MOVE_BATCH', 3)
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, *[{'g': 'a', 'n': n} for n in range(8)],
+         {'g': 'b', 'n': 0}, ttl=3600)
+    pages, real_live_members = [], group_admin.live_members
+
+    def live_members(*args, **kwargs):
+        found, last = real_live_members(*args, **kwargs)
+        pages.append([m.body['n'] for m in found])
+        return found, last
+
+    monkeypatch.setattr(group_admin, 'live_members', live_members)
+    assert driver.message_controller.purge_group(queue, 'a',
+                                                 project=project) == 8
+    monkeypatch.undo()
+    assert pages == [[7, 6, 5], [4, 3, 2], [1, 0]]
+    qs = driver.queue_state(queue, project)
+    # Group b's member, its filing and its position are all that is left.
+    assert [len(objects(driver, qs, prefix))
+            for prefix in ('g/', 'a/', 'p/', 'm/')] == [1, 1, 1, 1]
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'b', 'n': 0}]

@@ -83,35 +83,37 @@ def list_groups(qs, now, marker, limit, retention=retention_rules.NONE):
     return list(found.values())[:limit]
 
 
-def live_members(qs, gk, now, after=None, end=None, limit=None):
-    """The group's live messages, in order (gone entries are dropped):
-    all of them, or with ``limit`` one listing page of its entries after
-    the entry name ``after`` and before ``end``; then also the name of the
-    page's last entry (None when the page was not full)."""
-    if limit is None:
-        entries = groups.members(qs, gk)
-        last = None
-    else:
-        page = qs.store.listing(qs.c, names.group_prefix(gk), marker=after,
-                                end_marker=end, limit=limit)
-        entries = [names.parse_group_entry(e['name'])[1:] for e in page]
-        last = page[-1]['name'] if len(page) == limit else None
+def live_members(qs, gk, now, after=None, end=None, reverse=False):
+    """The live messages of one listing page of MOVE_BATCH entries of the
+    group after the entry name ``after`` and before ``end`` (``reverse``:
+    from the tail), in the page's order (gone entries are dropped); and
+    the name of the page's last entry (None when the page was not full)."""
+    page = qs.store.listing(qs.c, names.group_prefix(gk), marker=after,
+                            end_marker=end, limit=MOVE_BATCH,
+                            reverse=reverse)
+    entries = [names.parse_group_entry(e['name'])[1:] for e in page]
     read = qs.store.parallel(lambda e: qs.lookup(e[1], now), entries)
     ghosts = [(mid, pos, None, gk)
-              for (pos, mid, *_), (message, missing) in zip(entries, read)
+              for (pos, mid), (message, missing) in zip(entries, read)
               if missing]
     if ghosts:
         qs.remove(ghosts, now)
-    found = [message for message, _ in read if message is not None]
-    return found if limit is None else (found, last)
+    last = page[-1]['name'] if len(page) == MOVE_BATCH else None
+    return [message for message, _ in read if message is not None], last
 
 
 def purge(qs, now, group):
-    """Delete every message of the group; returns how many there were."""
+    """Delete every message of the group, MOVE_BATCH at a time from its
+    tail (so no member is filed as a head meanwhile, and members posted
+    once it started stay); returns how many there were."""
     gk = names.group_key(group)
-    victims = live_members(qs, gk, now)
-    qs.remove([(m.id, m.pos, None, gk) for m in victims], now)
-    return len(victims)
+    purged, after = 0, None
+    while True:
+        victims, after = live_members(qs, gk, now, after, reverse=True)
+        qs.remove([(m.id, m.pos, None, gk) for m in victims], now)
+        purged += len(victims)
+        if after is None:
+            return purged
 
 
 def move(driver, queue, project, group, target):
@@ -127,9 +129,9 @@ def move(driver, queue, project, group, target):
     if not tail:
         return 0
     end = tail[0]['name'] + '0'
-    members, after = live_members(qs, gk, now, end=end, limit=MOVE_BATCH)
+    members, after = live_members(qs, gk, now, end=end)
     while not members and after is not None:
-        members, after = live_members(qs, gk, now, after, end, MOVE_BATCH)
+        members, after = live_members(qs, gk, now, after, end)
     if not members:
         return 0
     policy = driver.message_controller.policy(target, project)
@@ -152,8 +154,7 @@ def transfer(driver, qs, project, head, target, policy, now, first=None,
     last. Returns how many moved. The copies keep their ids, so a page
     copied again after a crash is skipped in the target."""
     moved = 0
-    page, after = first or live_members(qs, head.gk, now, end=end,
-                                        limit=MOVE_BATCH)
+    page, after = first or live_members(qs, head.gk, now, end=end)
     batch = [head] + [m for m in page if m.id != head.id]
     while True:
         _copy(driver, project, batch, target, policy, now)
@@ -165,7 +166,7 @@ def transfer(driver, qs, project, head, target, policy, now, first=None,
         moved += len(batch)
         if after is None:
             break
-        page, after = live_members(qs, head.gk, now, after, end, MOVE_BATCH)
+        page, after = live_members(qs, head.gk, now, after, end)
         batch = [m for m in page if m.id != head.id]
     qs.remove([(head.id, head.pos, None, head.gk)], now)
     return moved

@@ -83,13 +83,6 @@ def is_head(qs, gk, pos, message_id):
         gk, pos, message_id)
 
 
-def members(qs, gk):
-    """(position, id, due) of every entry of group ``gk``, in order."""
-    return [names.parse_group_entry(e['name'])[1:] + (int(names.ct_params(
-        e.get('content_type')).get('d', 0)),)
-        for e in qs.store.listing_all(qs.c, names.group_prefix(gk))]
-
-
 def repair(qs, now, positions, latest, entries, filed_entries):
     """gc: re-derive every group's head from its member listing.
 
