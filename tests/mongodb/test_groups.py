@@ -331,3 +331,24 @@ def test_a_delayed_group_moves_and_unfreezes_as_waiting_members(
     clock.advance(900)
     assert names(listed(driver, 't', project)) == ['a1', 'a2']
     assert [row[2] for row in layout(driver, 't', project)] == ['r', 'b']
+
+
+def test_a_move_lands_a_page_of_messages_at_a_time(driver, project,
+                                                   grouped, monkeypatch):
+    """What a move reads to land (bodies included, for the target's group
+    key) is LAND_BATCH messages at a time (2 here), not the whole group."""
+    monkeypatch.setattr(group_moves, 'LAND_BATCH', 2)
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, grouped, project, *[msg('a', n) for n in range(5)])
+    pages, real_land = [], group_moves._land
+
+    def land(driver_, queue, project_, docs, *args):
+        pages.append([_n(doc) for doc in docs])
+        return real_land(driver_, queue, project_, docs, *args)
+
+    monkeypatch.setattr(group_moves, '_land', land)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 5
+    assert pages == [[0, 1], [2, 3], [4]]
+    assert [row[1:] for row in layout(driver, 't', project)] == [
+        (0, 'r', True)] + [(n, 'b', False) for n in range(1, 5)]

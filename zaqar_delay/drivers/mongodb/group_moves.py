@@ -44,6 +44,9 @@ from zaqar_delay.drivers.mongodb import state
 
 # A move not committed this long after it started is aborted by gc().
 MOVE_TIMEOUT_MS = 600 * 1000
+# Frozen messages read and landed at a time: what one move holds in
+# memory, whatever the size of the group.
+LAND_BATCH = 100
 # Tries when the head leaves between reading and freezing it.
 FREEZE_ATTEMPTS = 3
 FREEZING, COMMITTED, ABORTED = 'f', 'c', 'a'
@@ -137,20 +140,18 @@ def _finish(driver, queue, project, move_id, now, target_policy=None,
     move_doc = driver.moves.find_one({'_id': move_id}) or {}
     decided = decided or move_doc.get('st')
     group = move_doc.get(f.GROUP)
-    frozen = queries.of_move(queue, project, move_id)
-    docs = driver.messages.find(frozen.filter, None, frozen.sort,
-                                hint=frozen.index)
-    if decided == COMMITTED:
-        target = move_doc['t']
-        if target_policy is None:
-            target_policy = _policy(driver, target, project)
-        landed = _land(driver, queue, project, docs, target, target_policy,
-                       now)
-    else:
-        landed = 0
+    committed = decided == COMMITTED
+    if committed and target_policy is None:
+        target_policy = _policy(driver, move_doc['t'], project)
+    landed, moved_groups = 0, {group}
+    for docs in _frozen_pages(driver, queue, project, move_id, committed):
+        moved_groups.update(groups.groups_of(docs))
+        if committed:
+            landed += _land(driver, queue, project, docs, move_doc['t'],
+                            target_policy, now)
+    if not committed:
         _unfreeze(driver, queue, project, move_id, now)
-    groups.advance_all(driver, queue, project,
-                       [group] + groups.groups_of(docs), now)
+    groups.advance_all(driver, queue, project, list(moved_groups), now)
     if move_doc:
         # What did not land (aborted, left or expired meanwhile) is
         # given up in the target: no consumer there counts it as lost.
@@ -158,6 +159,21 @@ def _finish(driver, queue, project, move_id, now, target_policy=None,
                                      move_id)
     driver.moves.delete_one({'_id': move_id})
     return landed
+
+
+def _frozen_pages(driver, queue, project, move_id, whole):
+    """The messages the move froze, LAND_BATCH at a time in position
+    order: ``whole`` documents, else only their groups."""
+    frozen = queries.of_move(queue, project, move_id)
+    where = dict(frozen.filter)
+    projection = None if whole else {f.GROUP: True, f.POSITION: True}
+    while True:
+        docs = driver.messages.find(where, projection, frozen.sort,
+                                    LAND_BATCH, frozen.index)
+        yield docs
+        if len(docs) < LAND_BATCH:
+            return
+        where[f.POSITION] = {'$gt': docs[-1][f.POSITION]}
 
 
 def _land(driver, queue, project, docs, target, policy, now):
