@@ -10,6 +10,7 @@ operator's defaults remove nothing here).
 import json
 import threading
 import time
+import uuid
 
 from tests.contract.helpers import bodies, claim, listed, post, stats
 from tests.swift.requests import Requests
@@ -509,3 +510,22 @@ def test_a_cleaner_racing_a_consumers_delete_does_not_count_it(
     monkeypatch.undo()
     assert objects(driver, qs, 'n/') == []
     assert removed(driver, queue, project) == 0
+
+
+def test_a_hint_naming_the_most_members_is_stored_and_listed_whole(
+        driver, make_queue, project):
+    """HINT_MEMBERS members of the longest ids ours and Zaqar's drivers
+    make (36 characters) and 20-digit positions fit Swift's header and
+    come back whole in the listing."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    members = [[str(uuid.uuid4()), 10 ** 19 + n, 1, None, None]
+               for n in range(names.HINT_MEMBERS)]
+    record = {'e': driver.now_ms() + 60000, 'm': members}
+    driver.claim_controller._put_hint(qs, 'claim-x', record)
+    [hint] = driver.store.listing(qs.c, 'x/')
+    assert names.hint_members(hint) == {m[0]: m[1] for m in members}
+    record['m'].append([str(uuid.uuid4()), 1, 1, None, None])
+    driver.claim_controller._put_hint(qs, 'claim-x', record)
+    [hint] = driver.store.listing(qs.c, 'x/')
+    assert names.hint_members(hint) is None
