@@ -98,3 +98,21 @@ def test_a_member_an_earlier_release_stored_blocked_stays_hidden(
         'q', project=project, sort=-1)['body'] == {'n': 4}
     clock.advance(61)
     assert len(list(next(listed('q', project=project, echo=True)))) == 7
+
+
+def test_a_claim_behind_delayed_messages_examines_what_it_takes(
+        driver, project, clock, examined):
+    """README: a claim costs the same with delayed messages queued ahead
+    as on an empty queue. Delayed messages (and members waiting) are in
+    ranges of their own: a claim of 5 behind 300 of them examines the 5
+    it takes (and the settle probe's nothing)."""
+    driver.queue_controller.create('q', metadata=DELAYED_GROUPED,
+                                   project=project)
+    post(driver, 'q', project, *[{'n': n} for n in range(300)])
+    post(driver, 'q', project, *[{'g': 'a', 'n': n} for n in range(300)])
+    post(driver, 'q', project, *[{'n': n} for n in range(5)], delay=0)
+    examined.reset()
+    claimed = driver.claim_controller.create(
+        'q', {'ttl': 60, 'grace': 0}, project=project, limit=5)[1]
+    assert [m['body'] for m in claimed] == [{'n': n} for n in range(5)]
+    assert examined.total <= 5, examined.finds
