@@ -338,3 +338,26 @@ def test_gc_isolates_a_queue_whose_cleanup_fails(driver, project,
     monkeypatch.setattr(driver.message_controller, 'clean', failing)
     driver.gc()
     assert removed(driver, project, 'b') == 1
+
+
+def test_a_cleanup_batch_bounds_what_it_looks_at(driver, project, clock,
+                                                 monkeypatch):
+    """Expired messages a cleanup step drops on the way are not removals:
+    one clean of a batch of 100 made one clean.lua call per 100 of them
+    until their run ended (1,000 here: 11 calls), inside one step of
+    gc's visit (VISIT_STEPS counts clean calls)."""
+    driver.queue_controller.create('q', metadata={
+        '_retention': {'time': 3600}}, project=project)
+    for start in range(0, 1000, 100):
+        post(driver, 'q', project, *range(start, start + 100), ttl=60)
+    clock.advance(120)
+    calls, run = [], driver.message_controller._run
+
+    def counted(script, *args, **kwargs):
+        if script == 'clean':
+            calls.append(script)
+        return run(script, *args, **kwargs)
+
+    monkeypatch.setattr(driver.message_controller, '_run', counted)
+    driver.message_controller.clean('q', project, 100)
+    assert len(calls) == 1, calls

@@ -252,13 +252,18 @@ class MessageController(controller.MessageController):
             # Nothing to remove by retention: no store call at all, so gc
             # costs queues without retention nothing more.
             return 0, False
-        removed = 0
+        # ``batch`` bounds what the calls look at, not what they remove:
+        # expired messages a step drops on the way are not removals, and a
+        # run of them must not keep one call going (gc's visit counts
+        # calls of this, VISIT_STEPS).
+        removed = looked = 0
         while True:
-            step = min(CLEAN_SCRIPT_BATCH, batch - removed)
+            step = min(CLEAN_SCRIPT_BATCH, batch - looked)
             done, more = self._run('clean', queue, project, *args, step,
                                    self.driver.deleted_id_memory_ms)
             removed += done
-            if not more or removed >= batch:
+            looked += step
+            if not more or looked >= batch:
                 return removed, bool(more)
 
     def _groups(self, queue, project, marker, limit):
