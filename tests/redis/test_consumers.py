@@ -6,6 +6,7 @@ The behaviour every backend shares is in tests/contract/test_consumers.py;
 these tests look at the Redis keys and the work each script does.
 """
 
+import time
 import uuid
 
 import pytest
@@ -486,3 +487,21 @@ def test_consumers_from_before_the_indexes_are_filed(driver, raw, project):
     assert raw.get(prefix + ':cindexed') == b'done'
     assert driver.message_controller.stats('q', project)['retention'][
         'consumers'] == {'live': 2, 'idle': 0}
+
+
+def test_a_consumer_in_its_grace_repeats_no_other_in_the_listing(
+        driver, project):
+    """One registered without a subscription yet (a create in flight, in
+    its 60 s grace) stays in the consumer index but is not listed: the
+    next page started a rank early and listed the page's last consumer
+    again (a page of 100 such would have made the listing loop)."""
+    make_queue(driver, project)
+    driver.message_controller._consumer_register(
+        'q', project, '00000000-0000-4000-8000-000000000000')
+    time.sleep(0.01)
+    ids = [str(uuid.uuid4()) for _ in range(120)]
+    for consume_id in ids:
+        driver.subscription_controller.create(
+            'q', consumers.PREFIX + consume_id, 3600, {}, project=project)
+    _, found = driver.message_controller.list_consumers('q', project)
+    assert sorted(c.consume_id for c in found) == sorted(ids)

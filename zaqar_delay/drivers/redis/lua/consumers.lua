@@ -20,8 +20,10 @@ for _, id in ipairs(ids) do
     local n = #out
     out[n + 1], out[n + 2], out[n + 3] = id, f[1], f[2]
     out[n + 4], out[n + 5] = f[3], f[4]
-  elseif ARGV[3] == '' and next_rank ~= '' then
-    -- a dropped one leaves CONSUMERS: the next page starts a rank earlier
+  elseif ARGV[3] == '' and next_rank ~= ''
+      and not redis.call('ZSCORE', CONSUMERS, id) then
+    -- a dropped one left CONSUMERS: the next page starts a rank earlier
+    -- (one in its grace, registered with no subscription yet, stays)
     next_rank = next_rank - 1
   end
 end
