@@ -505,3 +505,23 @@ def test_a_consumer_in_its_grace_repeats_no_other_in_the_listing(
             'q', consumers.PREFIX + consume_id, 3600, {}, project=project)
     _, found = driver.message_controller.list_consumers('q', project)
     assert sorted(c.consume_id for c in found) == sorted(ids)
+
+
+@pytest.mark.parametrize('skew_s', [0, 600, -600])
+def test_an_expired_subscription_stops_counting_whatever_the_api_clock(
+        driver, project, monkeypatch, skew_s):
+    """A subscription's hash expires on Redis' clock; its consumer was
+    indexed for read-by-all until the expiry the API node computed, so a
+    node 600 s ahead kept a consumer Redis had dropped counting as live
+    (consumers_required met when it was not) for 600 s more."""
+    from zaqar_delay.drivers.redis import subscriptions
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    real_time = time.time
+    monkeypatch.setattr(subscriptions.time, 'time',
+                        lambda: real_time() + skew_s)
+    subscribe(driver, project, B, ttl=1)
+    monkeypatch.undo()
+    assert driver.message_controller._live_readers('q', project)[0] == 2
+    time.sleep(1.6)
+    assert driver.message_controller._live_readers('q', project)[0] == 1

@@ -72,7 +72,8 @@ key                type    holds
 ``Q:consumers``    zset    persistent consumer ids (consume_id), scored by
                            registration time (ms)
 ``Q:csubs``        zset    consume_ids whose ``cursor:`` subscription was
-                           stored, scored by its expiry (ms)
+                           stored, scored by its expiry (ms) on Redis'
+                           clock (the hash's PTTL)
 ``Q:cpins``        zset    subscribed consumers that may pin read-by-all,
                            scored by cursor (-1: none); idle ones leave it
                            when met, and come back with their next page

@@ -811,6 +811,20 @@ local function subscribed(consume_id)
   return sid and redis.call('EXISTS', Q .. ':s:' .. sid) == 1
 end
 
+-- When the consumer's subscription ends (ms) on Redis' clock, as its hash
+-- expires (the expiry stored in it was computed on an API node's clock);
+-- nil when it has none. A hash without a ttl falls back to that expiry.
+local function subscription_ends(consume_id)
+  local sid = redis.call('HGET', Q .. ':subscribers', 'cursor:' .. consume_id)
+  if not sid then return nil end
+  local key = Q .. ':s:' .. sid
+  local left = redis.call('PTTL', key)
+  if left >= 0 then return NOW + left end
+  if left == -2 then return nil end
+  local expires = redis.call('HGET', key, 'e')
+  return expires and tonumber(expires) * 1000
+end
+
 -- Read-by-all needs the live consumers' count and lowest cursor on every
 -- operation of a queue with consumers_required, so neither may cost a
 -- walk over the consumers (a queue may have thousands: Zaqar does not

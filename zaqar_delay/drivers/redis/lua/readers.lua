@@ -25,10 +25,9 @@ if scan ~= 'done' and redis.call('EXISTS', CONSUMERS) == 1 then
   local step = redis.call('ZSCAN', CONSUMERS, scan or '0', 'COUNT', budget)
   for i = 1, #step[2], 2 do
     local id = step[2][i]
-    local sid = redis.call('HGET', Q .. ':subscribers', 'cursor:' .. id)
-    local expires = sid and redis.call('HGET', Q .. ':s:' .. sid, 'e')
-    if expires and pin_consumer(id) then
-      redis.call('ZADD', CONSUMER_SUBS, tonumber(expires) * 1000, id)
+    local ends = subscription_ends(id)
+    if ends and pin_consumer(id) then
+      redis.call('ZADD', CONSUMER_SUBS, ends, id)
     end
   end
   redis.call('SET', INDEXED, step[1] == '0' and 'done' or step[1])
