@@ -184,3 +184,34 @@ def test_zaqars_purge_pops_past_more_pins_than_one_pop_frees(
     assert names(got) == ['x1']
     assert names(zaqar_purge(driver, queue, project)) == ['x2']
     assert stats(driver, queue, project)['total'] == 0
+
+
+def test_deleting_a_queue_frees_a_clients_pins_a_batch_per_call(
+        driver, make_queue, project, raw, monkeypatch):
+    """A sticky client holds a pin for every group it took, which
+    outlives the group: queue deletion deleted a client's whole set of
+    pins (and the queue's hash of them) in one call, work that grows with
+    the groups a tenant created. Now at most a batch per call."""
+    queue = make_queue(STICKY)
+    hold_emptied(driver, queue, project, ALICE, 5 * BATCH)
+    prefix = keys.queue_prefix(queue, project)
+
+    def pins():
+        return (raw.hlen(prefix + ':pin')
+                + raw.scard(prefix + ':pg:' + ALICE)
+                + raw.zcard(prefix + ':pa:' + ALICE))
+
+    assert pins() == 2 * 5 * BATCH
+    freed, run = [], driver.message_controller._run
+
+    def counted(script, *args, **kwargs):
+        before = pins() if script == 'purge' else None
+        result = run(script, *args, **kwargs)
+        if before is not None:
+            freed.append(before - pins())
+        return result
+
+    monkeypatch.setattr(driver.message_controller, '_run', counted)
+    driver.message_controller._purge_queue(queue, project)
+    assert pins() == 0
+    assert max(freed) <= 2 * BATCH, freed

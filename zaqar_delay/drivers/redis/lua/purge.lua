@@ -22,11 +22,21 @@ if #ids == 0 then
     redis.call('DEL', gkey(group))
   end
 end
--- Sticky clients' indexes (their pinned heads were dropped above).
-local clients = redis.call('ZRANGE', ACTIVE, 0, batch - 1)
-for _, client in ipairs(clients) do
-  redis.call('ZREM', ACTIVE, client)
-  redis.call('DEL', pinned_avail(client), pinned_groups(client))
+-- Sticky clients' pins, `batch` per call once the messages are gone (so
+-- their pinned heads were dropped above): a client holds a pin for every
+-- group it took while active, which outlives the group, so a client's
+-- set is never deleted whole.
+local clients, unpinned = {}, {}
+if #ids == 0 then
+  clients = redis.call('ZRANGE', ACTIVE, 0, 0)
+  for _, client in ipairs(clients) do
+    unpinned = redis.call('SPOP', pinned_groups(client), batch)
+    if #unpinned > 0 then redis.call('HDEL', PINS, unpack(unpinned)) end
+    if redis.call('EXISTS', pinned_groups(client)) == 0 then
+      redis.call('ZREM', ACTIVE, client)
+      redis.call('DEL', pinned_avail(client))
+    end
+  end
 end
 local claims = redis.call('ZRANGE', CLAIMS, 0, batch - 1)
 for _, cid in ipairs(claims) do
@@ -40,7 +50,7 @@ if #carried > 0 then redis.call('ZREM', CARRIED, unpack(carried)) end
 local moved = redis.call('ZRANGE', MOVED_OUT, 0, batch - 1)
 if #moved > 0 then redis.call('ZREM', MOVED_OUT, unpack(moved)) end
 local n = #ids + #outbox + #claims + #groups + #deleted + #clients
-          + #carried + #moved
+          + #unpinned + #carried + #moved
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
