@@ -277,3 +277,38 @@ def test_a_group_is_purged_in_bounded_batches_from_its_tail(driver,
     assert [m['body'] for m in listed(driver, 'q', project,
                                       include_claimed=True)] == [
         {'g': 'other'}]
+
+
+def test_a_gc_visit_takes_a_bounded_part_of_an_abandoned_move(
+        driver, project, clock, monkeypatch):
+    """gc finished an abandoned group move of any size within one visit
+    of its queue (500 members: 20 move steps), while every other queue
+    waited. A visit now takes at most VISIT_STEPS steps of it; the queue's
+    next visits in the same pass go on, and the move still completes."""
+    from zaqar_delay import driver as base_driver
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post_group(driver, 'q', project, 500)
+    driver.run_script('group_move', 'q', project, json.dumps('big'), 't',
+                      'start')
+    clock.advance(61)
+    controller = driver.message_controller
+    visits, gc, run = [], controller.gc, controller._run
+
+    def visit(queue, *args):
+        if queue == 'q':
+            visits.append(0)
+        return gc(queue, *args)
+
+    def counted(script, queue, *args, **kwargs):
+        if script == 'group_move' and queue == 'q':
+            visits[-1] += 1
+        return run(script, queue, *args, **kwargs)
+
+    monkeypatch.setattr(controller, 'gc', visit)
+    monkeypatch.setattr(controller, '_run', counted)
+    driver.gc()
+    assert len(visits) > 1 and max(visits) <= base_driver.VISIT_STEPS, (
+        visits)
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(500))

@@ -40,6 +40,9 @@ class MessageController(controller.MessageController):
     def __init__(self, driver):
         super().__init__(driver)
         self._run = driver.run_script
+        # (queue, project) -> groups whose abandoned move a gc visit ran
+        # out of steps to finish: the queue's next visit goes on with them.
+        self._moves_left = {}
 
     def _insert(self, queue, project, messages, client_uuid):
         self._store(queue, project, messages, client_uuid, '0')
@@ -322,6 +325,7 @@ class MessageController(controller.MessageController):
         gc pass, until the visit's bound: driver.gc_may_go_on); finish
         dead-letter copies and group moves a crashed node left midway."""
         total = steps = 0
+        moves = self._moves_left.pop((queue, project), [])
         while True:
             dropped, abandoned, stale, more = self._run(
                 'gc', queue, project, batch, outbox_age_ms,
@@ -329,11 +333,22 @@ class MessageController(controller.MessageController):
             total += dropped
             outbox.transfer(self.driver, queue, project,
                             [wire.text(mid) for mid in abandoned])
-            for group in stale:
-                self._finish_move(queue, project, wire.text(group),
-                                  self._move_step(queue, project, group, '',
-                                                  'continue'))
+            moves += [group for group in stale if group not in moves]
             steps += 1
+            # A move step per visit step: a large group's move must not
+            # hold the visit (each step refreshes the move, so it would
+            # not be found stale again for a while: remembered instead).
+            while moves and self.driver.gc_may_go_on(steps):
+                _, ids, done = self._move_step(queue, project, moves[0], '',
+                                               'continue')
+                outbox.transfer(self.driver, queue, project,
+                                [wire.text(mid) for mid in ids])
+                steps += 1
+                if done:
+                    moves.pop(0)
+            if moves:
+                self._moves_left[(queue, project)] = moves
+                return total
             if not more or not self.driver.gc_may_go_on(steps):
                 return total
 
