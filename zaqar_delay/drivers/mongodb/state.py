@@ -24,7 +24,7 @@ from zaqar_delay.drivers.mongodb import queries
 # Claims settled per pass, expired messages dropped per claim or list.
 SETTLE_BATCH = 1000
 PURGE_BATCH = 100
-# Expired messages one claim or listing deletes on its way to live ones
+# Expired messages one claim deletes on its way to ready ones
 # (live_front) before it answers with what it found.
 EXPIRED_BUDGET = 1000
 # Claims, pops and plain listings on one queue per full settle when the
@@ -208,8 +208,9 @@ def live_front(driver, messages, query, limit, now, projection=None,
     fetches, so with that condition a read walked every expired message
     the purge batches had not reached yet, again on every read. Here the
     expired ones it meets are returned, deleted and read past, so none is
-    examined twice; after ``budget`` of them (None: no bound, a pop) it
-    answers what it found, maybe nothing, and the next read goes on.
+    examined twice; after ``budget`` of them (None: no bound, for a pop
+    or a listing) it answers what it found, maybe nothing, and the next
+    read goes on.
     ``messages``: the collection the caller reads through; a
     ``projection`` must keep ``e``, ``k`` and ``g``."""
     front = dict(query.filter)
