@@ -152,7 +152,7 @@ class ClaimController(controller.ClaimController):
             ready = queries.ready(queue, project, now, client)
             kept.restrict(ready.filter)
             won, drained, seen_live = self._take_ready(
-                ready, limit - len(taken), claim_id, update, bounded,
+                ready, limit - len(taken), claim_id, update, now, bounded,
                 crowded)
             if won:
                 live = seen_live
@@ -181,7 +181,7 @@ class ClaimController(controller.ClaimController):
         taken.sort(key=lambda doc: doc[f.POSITION])
         return taken, live
 
-    def _take_ready(self, ready, wanted, claim_id, update, bounded,
+    def _take_ready(self, ready, wanted, claim_id, update, now, bounded,
                     crowded):
         """Claim up to ``wanted`` of the messages ``ready`` finds; returns
         (the documents this claim won, in position order, whether fewer
@@ -213,8 +213,7 @@ class ClaimController(controller.ClaimController):
                 return_document=pymongo.ReturnDocument.AFTER)
             return ([doc], False, False) if doc else ([], True, False)
         candidates = [doc['_id'] for doc in state.live_front(
-            self.driver, self._messages, ready, wanted,
-            ready.filter[f.EXPIRES]['$gt'],
+            self.driver, self._messages, ready, wanted, now,
             {'_id': True, f.EXPIRES: True, f.POSITION: True,
              f.GROUP: True},
             state.EXPIRED_BUDGET if bounded else None)]
