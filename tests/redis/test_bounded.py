@@ -249,6 +249,54 @@ def test_gc_finishes_a_group_move_its_caller_abandoned(driver, project,
         'new']
 
 
+def test_a_stalled_mover_and_the_host_that_took_over_keep_group_order(
+        driver, project):
+    """A mover took a batch and stalled before copying it; another host
+    (gc taking the move over, or a second gc host) continued the move.
+    Its step took the next batch, so the group reached the target with
+    the stalled batch last. A step now hands out the uncopied batch
+    again first."""
+    from zaqar_delay.drivers.redis import outbox
+    grouped_queue(driver, project)
+    driver.queue_controller.create('t', project=project)
+    post_group(driver, 'q', project, 100)
+    group = json.dumps('big')
+    _, stalled, _ = driver.run_script('group_move', 'q', project, group,
+                                      't', 'start')
+    taken_over = driver.run_script('group_move', 'q', project, group, '',
+                                   'continue')
+    assert taken_over[1] == stalled
+    driver.message_controller._finish_move('q', project, group, taken_over)
+    # The stalled mover wakes up: its copy skips what is there already.
+    outbox.transfer(driver, 'q', project,
+                    [m.decode() for m in stalled])
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(100))
+
+
+def test_gc_copies_an_abandoned_moves_batch_before_taking_the_next(
+        driver, project, clock):
+    """gc looks for abandoned copies among the first outbox entries by
+    position (a batch of them): younger entries of other moves ahead
+    hid the abandoned move's batch, and gc took the move's next batches
+    to the target before it."""
+    grouped_queue(driver, project)
+    for name in ('t', 'u'):
+        driver.queue_controller.create(name, project=project)
+    for key in 'abc':
+        post(driver, 'q', project, *[{'g': key, 'n': n} for n in range(30)])
+    post_group(driver, 'q', project, 100)
+    driver.run_script('group_move', 'q', project, json.dumps('big'), 't',
+                      'start')
+    clock.advance(61)
+    for key in 'abc':       # 75 young outbox entries, ahead by position
+        driver.run_script('group_move', 'q', project, json.dumps(key), 'u',
+                          'start')
+    driver.gc()
+    assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
+        range(100))
+
+
 def test_a_group_with_a_claimed_head_is_not_moved(driver, project):
     grouped_queue(driver, project)
     driver.queue_controller.create('t', project=project)

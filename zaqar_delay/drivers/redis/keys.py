@@ -112,6 +112,9 @@ key                type    holds
                            step (ms): frozen, none of their members is
                            filed for claims until the move is done
 ``Q:movetargets``  hash    group -> the queue it is being moved to
+``Q:movebatch``    hash    group -> the ids its move's last step took
+                           (MessagePack): no step takes the next batch
+                           while one of them is still in the outbox
 ``Q:sticky``       string  the queue's sticky time (ms), stored by the last
                            claim; absent when the queue is not sticky
 ``Q:pin``          hash    sticky group -> the client it is pinned to

@@ -65,6 +65,9 @@ local GFLIGHT = Q .. ':gflight'
 -- Groups being moved (group -> last step, ms) and where to (group ->
 -- target queue); a moving group's next member is never filed for claims.
 local MOVING, MOVE_TARGETS = Q .. ':moving', Q .. ':movetargets'
+-- group -> the ids (MessagePack) the move's last step took: no step takes
+-- the next batch while any of them is still in the outbox.
+local MOVE_BATCHES = Q .. ':movebatch'
 
 -- Messages settled, purged or scanned per call at most (see above).
 local BATCH = 100

@@ -22,5 +22,6 @@ if left == 0 then
   -- are in the outbox and still land there.)
   redis.call('ZREM', MOVING, group)
   redis.call('HDEL', MOVE_TARGETS, group)
+  redis.call('HDEL', MOVE_BATCHES, group)
 end
 return {#ids, left}

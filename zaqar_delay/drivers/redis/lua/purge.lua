@@ -53,8 +53,8 @@ local n = #ids + #outbox + #claims + #groups + #deleted + #clients
           + #unpinned + #carried + #moved
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
-             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, FREE, REMOVED,
-             FLOOR, READFLOOR, PINS, STICKY_MS)
+             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, MOVE_BATCHES,
+             FREE, REMOVED, FLOOR, READFLOOR, PINS, STICKY_MS)
   -- Positions start again from 1: a cursor from before would skip the
   -- messages of the queue created again, so its persistent consumers
   -- start afresh, a batch per call (Zaqar does not bound subscriptions).
