@@ -3,6 +3,7 @@ messages: posts.py)."""
 
 import functools
 import itertools
+import logging
 
 from zaqar.storage import errors as storage_errors
 
@@ -18,6 +19,13 @@ from zaqar_delay.drivers.swift import posts
 from zaqar_delay.drivers.swift import retention as swift_retention
 from zaqar_delay.drivers.swift import scan
 from zaqar_delay.drivers.swift import state as swift_state
+
+LOG = logging.getLogger(__name__)
+
+# A queue's deletion lists and deletes this many objects at a time, and
+# tries PURGE_ROUNDS times to delete the emptied container.
+PURGE_PAGE = 10000
+PURGE_ROUNDS = 5
 
 
 class MessageController(controller.MessageController):
@@ -436,12 +444,29 @@ class MessageController(controller.MessageController):
     # -- queue-wide --------------------------------------------------------
 
     def _purge_queue(self, queue, project):
+        """Delete the queue's objects a listing page at a time (what a
+        deletion holds in memory), then its container; objects posted
+        meanwhile (the container's deletion answers 409) are deleted in
+        the next round."""
         qs = self._state(queue, project)
-        for _ in range(5):
-            everything = self._store.listing_all(qs.c, '')
-            self._store.delete_many(qs.c, [e['name'] for e in everything])
+        for _ in range(PURGE_ROUNDS):
+            # Paged by marker: a listing that lags may show what was just
+            # deleted, and must not be deleted again and again.
+            marker = None
+            while True:
+                page = self._store.listing(qs.c, '', marker=marker,
+                                           limit=PURGE_PAGE)
+                self._store.delete_many(qs.c, [e['name'] for e in page])
+                if len(page) < PURGE_PAGE:
+                    break
+                marker = page[-1]['name']
             if self._store.delete_container(qs.c):
                 return
+        # Listings still show objects: posts racing the deletion, or
+        # container updates Swift has not applied yet. What is left
+        # expires by X-Delete-At.
+        LOG.warning('Swift: queue %s of project %s deleted with its '
+                    'container %s not yet empty', queue, project, qs.c)
 
     def _stats(self, queue, project, retention):
         now = self.driver.now_ms()

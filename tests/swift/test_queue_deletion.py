@@ -1,0 +1,49 @@
+"""Deleting a queue on Swift: its objects are listed and deleted a page at
+a time, and a container that cannot be emptied is reported."""
+
+import logging
+
+from tests.contract.helpers import claim, listed, post
+from zaqar_delay import stages
+from zaqar_delay.drivers.swift import messages as swift_messages
+
+
+def test_a_queue_deletion_holds_one_listing_page_at_a_time(
+        driver, make_queue, project, monkeypatch):
+    """The deletion listed every object of the queue into memory before
+    deleting any (a queue of a million messages: several million
+    entries held by one API worker)."""
+    stage = stages.QueueStage(driver, driver.control_driver)
+    queue = make_queue()
+    post(driver, queue, project, *range(12))
+    claim(driver, queue, project, limit=4)
+    container = driver.queue_state(queue, project).c
+    monkeypatch.setattr(swift_messages, 'PURGE_PAGE', 7)
+    listing, pages = driver.store.listing, []
+
+    def counted(c, prefix, *args, **kwargs):
+        page = listing(c, prefix, *args, **kwargs)
+        if c == container and prefix == '':
+            pages.append(len(page))
+        return page
+
+    monkeypatch.setattr(driver.store, 'listing', counted)
+    stage.delete(queue, project)
+    assert len(pages) > 3 and max(pages) <= 7, pages
+    driver.queue_controller.create(queue, project=project)
+    assert listed(driver, queue, project, include_claimed=True) == []
+    assert claim(driver, queue, project) == (None, [])
+
+
+def test_a_container_left_not_empty_is_reported(driver, make_queue, project,
+                                                monkeypatch, caplog):
+    """Posts racing the deletion (or Swift's container updates lagging)
+    kept the container from being deleted five times over: the deletion
+    gave up without a word."""
+    stage = stages.QueueStage(driver, driver.control_driver)
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    monkeypatch.setattr(driver.store, 'delete_container', lambda c: False)
+    with caplog.at_level(logging.WARNING):
+        stage.delete(queue, project)
+    assert 'not yet empty' in caplog.text and queue in caplog.text
