@@ -219,7 +219,7 @@ class DataDriver(base.DataDriver):
                                                   [message], now)
             elif params['c'] == names.MOVE:
                 group_admin.finish_move(self, qs, project, message,
-                                        params.get('t'), now)
+                                        (entry['name'], params), now)
             elif params['c'] == names.RETAIN:
                 retention.drop(qs, [dict(
                     id=message.id, pos=message.pos, g=message.gk,

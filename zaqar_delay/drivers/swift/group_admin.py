@@ -128,7 +128,8 @@ def move(driver, queue, project, group, target):
                             reverse=True)
     if not tail:
         return 0
-    end = tail[0]['name'] + '0'
+    last = names.parse_group_entry(tail[0]['name'])[1]
+    end = _end_marker(gk, last)
     members, after = live_members(qs, gk, now, end=end)
     while not members and after is not None:
         members, after = live_members(qs, gk, now, after, end)
@@ -137,26 +138,43 @@ def move(driver, queue, project, group, target):
     policy = driver.message_controller.policy(target, project)
     head = members[0]
     attempts, busy = qs.busy(head.id, now)
+    lock = (names.lock_obj(head.id, attempts + 1),
+            dict(c=names.MOVE, t=target, z=last))
     if busy or not qs.store.create(
-            qs.c, names.lock_obj(head.id, attempts + 1),
-            content_type=names.content_type(c=names.MOVE, t=target)):
+            qs.c, lock[0], content_type=names.content_type(**lock[1])):
         raise errors.GroupInFlight(group=group, queue=queue)
-    return transfer(driver, qs, project, head, target, policy, now,
-                    (members, after), end)
+    return transfer(driver, qs, project, head, target, policy, now, lock,
+                    (members, after))
 
 
-def transfer(driver, qs, project, head, target, policy, now, first=None,
-             end=None):
-    """Copy the group of the locked ``head`` to ``target`` with remaining
-    ttl and delay, in order, MOVE_BATCH members at a time (``first``: the
-    first page, as live_members gave it; ``end``: the entry name the move
-    stops before), deleting each page here once it is copied and the head
-    last. Returns how many moved. The copies keep their ids, so a page
-    copied again after a crash is skipped in the target."""
+def _end_marker(gk, last):
+    """The listing end marker past the group's entry at position
+    ``last`` (the move's last member), before any later one."""
+    return names.group_prefix(gk) + names.pos(last) + '/~'
+
+
+def transfer(driver, qs, project, head, target, policy, now, lock,
+             first=None):
+    """Copy the group of ``head``, locked by ``lock`` (name, parameters),
+    to ``target`` with remaining ttl and delay, in order, MOVE_BATCH
+    members at a time (``first``: the first page, as live_members gave
+    it), up to the member the lock names (``z``), deleting each page here
+    once it is copied and the head last. Returns how many moved. The
+    copies keep their ids, so a page copied again after a crash is
+    skipped in the target.
+
+    The lock is renewed before each page, so gc takes over only a move
+    that made no progress for GC_ABANDONED_S; one found gone (gc
+    finished the move) ends this one."""
+    last = lock[1].get('z')
+    # A lock of an earlier release names no last member: up to the end.
+    end = None if last is None else _end_marker(head.gk, int(last))
     moved = 0
     page, after = first or live_members(qs, head.gk, now, end=end)
     batch = [head] + [m for m in page if m.id != head.id]
     while True:
+        if not _renew(driver, qs, lock):
+            return moved
         _copy(driver, project, batch, target, policy, now)
         # The markers first: dying in between must not leave one that
         # would skip these messages were they moved back.
@@ -170,6 +188,15 @@ def transfer(driver, qs, project, head, target, policy, now, first=None,
         batch = [m for m in page if m.id != head.id]
     qs.remove([(head.id, head.pos, None, head.gk)], now)
     return moved
+
+
+def _renew(driver, qs, lock):
+    """Mark the move's lock as renewed now (``r``, ms); False if it is
+    gone. A POST never creates, so a move gc finished is not locked
+    again."""
+    name, params = lock
+    return qs.store.post(qs.c, name, {'Content-Type': names.content_type(
+        **dict(params, r=driver.now_ms()))})
 
 
 def _copy(driver, project, members, target, policy, now):
@@ -194,8 +221,10 @@ def _copy(driver, project, members, target, policy, now):
                                           client_uuid, copies=True)
 
 
-def finish_move(driver, qs, project, head, target, now):
-    """gc: finish a move whose node died after locking ``head``."""
+def finish_move(driver, qs, project, head, lock, now):
+    """gc: finish a move whose node died (or stalled) after locking
+    ``head`` with ``lock`` (name, parameters)."""
+    target = lock[1].get('t')
     try:
         metadata = driver.message_controller.queue_metadata(target, project)
     except storage_errors.QueueDoesNotExist:
@@ -215,4 +244,4 @@ def finish_move(driver, qs, project, head, target, now):
     # The move was accepted: metadata of the target's that went bad since
     # takes the group ungrouped rather than stranding it here.
     policy = rules.QueuePolicy.for_arrivals(metadata)
-    transfer(driver, qs, project, head, target, policy, now)
+    transfer(driver, qs, project, head, target, policy, now, lock)

@@ -208,21 +208,33 @@ def _positions_taken(qs, stored, before, missing):
     stored some of it: the ``missing`` (indexes) take their own positions
     of that call back, read by name (its ``p/`` names the id), so they
     are not filed after messages posted after them, and no position of
-    theirs is left behind. Returns the indexes placed; any other (the
-    batch is not the one cut short, or a position is gone) goes after
-    the last position, as before."""
-    bases = {pos - index for index, pos in before.items()}
-    if not missing or len(bases) != 1:
+    theirs is left behind. Where this batch is not aligned with the one
+    cut short (gc's copy of a group puts the head, copied by an earlier
+    batch, first), each missing message's position is taken from its
+    nearest stored neighbours on either side: one of them was in its
+    batch. Returns the indexes placed; any other goes after the last
+    position, as before."""
+    if not missing or not before:
         return set()
-    base = bases.pop()
+    known = sorted(before)
+    guesses = []
+    for index in missing:
+        lower = [k for k in known if k < index]
+        upper = [k for k in known if k > index]
+        options = set()
+        if lower:
+            options.add(before[lower[-1]] + index - lower[-1])
+        if upper:
+            options.add(before[upper[0]] - (upper[0] - index))
+        guesses += [(index, position) for position in sorted(options)]
     heads = qs.store.parallel(
-        lambda i: qs.store.head(qs.c, names.position_obj(base + i)),
-        missing)
+        lambda guess: qs.store.head(qs.c, names.position_obj(guess[1])),
+        guesses)
     placed = set()
-    for index, head in zip(missing, heads):
-        if head is not None and names.ct_params(head.get(
-                'content-type')).get('id') == stored[index].id:
-            stored[index].pos = base + index
+    for (index, position), head in zip(guesses, heads):
+        if index not in placed and head is not None and names.ct_params(
+                head.get('content-type')).get('id') == stored[index].id:
+            stored[index].pos = position
             placed.add(index)
     if any(i < max(before) for i in missing if i not in placed):
         LOG.warning('Swift: copies into %s go after the last position, '
@@ -236,8 +248,17 @@ def _store_copy(qs, message, own_position=True):
     call did not take (``own_position`` False: one taken back from a
     call cut short) is never given back: a racing call may use it."""
     created = _put_message(qs, message, exclusive=True)
-    if not created and not _adopt(qs, message, copies=True,
-                                  own_position=own_position):
+    if created and qs.store.head(qs.c, names.received_obj(message.id)):
+        # Not there when this call read it (_store_copies): another call
+        # (gc finishing a move this one stalled in) stored the copy
+        # meanwhile, and its consumer deleted it. Stored again, it would
+        # be handed out twice.
+        qs.store.delete(qs.c, names.message_obj(message.id))
+        created = False
+    elif not created and _adopt(qs, message, copies=True,
+                                own_position=own_position):
+        return True
+    if not created:
         if own_position:
             qs.store.delete(qs.c, names.position_obj(message.pos))
         return False

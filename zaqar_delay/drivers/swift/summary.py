@@ -76,9 +76,16 @@ def quiet(qs, now, patience_s):
 
 def abandoned(lock, now, patience_s):
     """True for an ``l/`` entry held by a pop, dead-letter move, group
-    move or retention removal for longer than ``patience_s``."""
-    holder = names.ct_params(lock.get('content_type')).get('c')
-    return holder in names.TAKEN and age_s(lock, now) > patience_s
+    move or retention removal for longer than ``patience_s`` since it was
+    written or last renewed (``r``, ms: a group move renews its lock as
+    it goes)."""
+    params = names.ct_params(lock.get('content_type'))
+    if params.get('c') not in names.TAKEN:
+        return False
+    idle_s = age_s(lock, now)
+    if params.get('r'):
+        idle_s = min(idle_s, (now - int(params['r'])) / 1000)
+    return idle_s > patience_s
 
 
 def age_s(entry, now_ms):
