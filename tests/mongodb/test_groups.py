@@ -286,6 +286,57 @@ def test_a_move_aborted_under_a_slow_mover_moves_nothing(
     assert listed(driver, 't', project) == []
 
 
+def test_a_move_meeting_members_another_move_froze_moves_nothing(
+        driver, project, grouped, clock, monkeypatch):
+    """A mover stalled inside its freeze past MOVE_TIMEOUT; gc aborted its
+    move and unfroze what it had frozen; the mover woke and froze the
+    other members under its dead move. The client's retry then froze
+    and moved only the members that were not frozen, splitting the
+    group between the two queues. It now refuses until the late freeze
+    is undone, and the group then moves whole."""
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    ids = post(driver, grouped, project, *[msg('a', n) for n in range(4)],
+               ttl=3600)
+    update, decide = driver.messages.update_one, group_moves._decide
+    first, frozen, retried = [], [], []
+
+    def stalling_update(where, change, *args, **kwargs):
+        move_id = change.get('$set', {}).get(fields.MOVE_ID)
+        if move_id and not first:
+            first.append(move_id)
+        if move_id and move_id == first[0] and len(frozen) == 2:
+            frozen.append('stalled')
+            clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+            driver.gc()                         # aborts the first move
+        result = update(where, change, *args, **kwargs)
+        if move_id and move_id == first[0]:
+            frozen.append(where['_id'])
+        return result
+
+    def retry_before_commit(drv, move_id, wanted):
+        if (move_id == first[0] and wanted == group_moves.COMMITTED
+                and not retried):       # the mover's commit, not gc's abort
+            with pytest.raises(errors.GroupInFlight):
+                drv.message_controller.move_group(grouped, 'a', 't',
+                                                  project=project)
+            retried.append(move_id)
+        return decide(drv, move_id, wanted)
+
+    monkeypatch.setattr(driver.messages, 'update_one', stalling_update,
+                        raising=False)
+    monkeypatch.setattr(group_moves, '_decide', retry_before_commit)
+    with pytest.raises(errors.GroupInFlight):
+        driver.message_controller.move_group(grouped, 'a', 't',
+                                             project=project)
+    monkeypatch.undo()
+    assert retried and listed(driver, 't', project) == []
+    assert [m['id'] for m in listed(driver, grouped, project,
+                                    include_claimed=True)] == ids
+    assert driver.message_controller.move_group(grouped, 'a', 't',
+                                                project=project) == 4
+    assert [m['id'] for m in listed(driver, 't', project)] == ids
+
+
 def test_purge_group_and_stats_count_frozen_and_blocked(driver, project,
                                                         grouped):
     post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('b', 1))

@@ -11,7 +11,9 @@ source, g group, t target, st, v started}`` with ``st`` ``f`` (freezing),
    nothing has changed but the register, and the caller gets
    GroupInFlight), then every other member (``b -> m``), each frozen
    message recording the move id ``mi``, its target position ``mk``
-   (reserved from the target's counter, in position order) and ``mv``.
+   (reserved from the target's counter, in position order) and ``mv``;
+   a member frozen by another move (an aborted one whose mover went on)
+   refuses the freeze as a claimed head does.
    A frozen group is unclaimable, and no advance can promote a frozen
    member: the head keeps ``h`` until it lands, and after that the
    group's lowest member is ``m``, which advance never promotes;
@@ -83,18 +85,25 @@ def move(driver, queue, project, group, target, target_policy):
 
 
 def _freeze(driver, queue, project, group, target, move_id, head, now):
-    """Step 2. False if the head was claimed (or left) meanwhile.
+    """Step 2. False if the head was claimed (or left) meanwhile, or a
+    member is frozen by another move.
 
     Target positions are reserved first (those left unused are given up
     when the move is finished), so every message is frozen together with
     its ``mk`` in one update.
     """
     members = queries.group_members(queue, project, group)
-    docs = [doc for doc in driver.messages.find(
+    found = driver.messages.find(
         dict(members.filter, **{f.EXPIRES: {'$gt': now}}),
         {f.STATE: True}, members.sort, hint=members.index)
-        if doc[f.STATE] in (f.BLOCKED, f.WAITING)
-        or doc['_id'] == head['_id']]
+    if any(doc[f.STATE] == f.MOVING for doc in found):
+        # Frozen by another move: one gc aborted while its mover went on
+        # freezing (it unfreezes them when it finishes). Moving the rest
+        # would split the group.
+        return False
+    docs = [doc for doc in found
+            if doc[f.STATE] in (f.BLOCKED, f.WAITING)
+            or doc['_id'] == head['_id']]
     # Recorded under the move id until the move is finished
     # (reservations.py): the target's persistent readers wait for it.
     first, _ = reservations.reserve(driver, target, project, len(docs), now,
@@ -113,14 +122,16 @@ def _freeze(driver, queue, project, group, target, move_id, head, now):
     # One update per message (each has its own target position);
     # ``bulk_write`` would save round trips, but mongomock, the test
     # double, cannot run it with current pymongo.
+    # A member that is neither blocked nor waiting any more was frozen by
+    # another move meanwhile (or left): the move is given up, as above.
     for doc in docs:
-        if doc['_id'] != head['_id']:
-            driver.messages.update_one(
+        if doc['_id'] != head['_id'] and not driver.messages.update_one(
                 f.queue_filter(queue, project, **{
                     '_id': doc['_id'], f.GROUP: group,
                     f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}),
                 {'$set': dict(frozen, **{
-                    f.MOVE_POSITION: position[doc['_id']]})})
+                    f.MOVE_POSITION: position[doc['_id']]})}).matched_count:
+            return False
     return True
 
 
