@@ -1,16 +1,45 @@
 """MongoDB: a pop whose delete loses its reply still returns its batch;
-one whose claim step loses it loses no message.
+one whose claim step loses it loses no message; a bulk delete, a claim's
+dead-letter drop or an unpin cut short by a lost reply has, once the
+client sends it again, the effect of one call.
 
 pymongo retries single-document writes itself (exactly once, by the
 server's retryable writes); a pop's delete is a multi-document write, so
-the driver sends it again and returns the batch it holds.
+the driver sends it again and returns the batch it holds. Other
+multi-document writes surface a lost reply as a 503, and the client
+sends the call again.
 """
 
 import pytest
 
-from tests.contract.helpers import listed, post
+from tests.contract.helpers import bodies, claim, listed, post
+from tests.contract.test_sticky import ALICE, BOB, STICKY
+from tests.contract.test_sticky import claim_as, msg, names
 from zaqar_delay import errors
 from zaqar_delay.drivers.mongodb import claims
+
+GROUPED = {'_message_group_key': 'g'}
+
+
+def lose_reply_once(monkeypatch, collection, method, applies=True,
+                    when=lambda *a, **k: True):
+    """``collection.method`` runs (unless not ``applies``: the request
+    never reached the server) and then raises as if its reply was lost,
+    the first time ``when`` holds."""
+    real = getattr(collection, method)
+    fired = []
+
+    def wrapper(*args, **kwargs):
+        if not fired and when(*args, **kwargs):
+            fired.append(args)
+            if applies:
+                real(*args, **kwargs)
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason='reply lost')
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(collection, method, wrapper)
+    return fired
 
 
 def test_a_pop_whose_delete_reply_is_lost_returns_its_batch(
@@ -58,3 +87,65 @@ def test_a_pop_whose_claim_step_loses_its_reply_loses_no_message(
     clock.advance(claims.POP_CLAIM_TTL + 1)
     popped = driver.message_controller.pop('q', 1, project=project)
     assert [m['body'] for m in popped] == ['only']
+
+
+def test_a_bulk_delete_retried_after_a_lost_reply_frees_the_group(
+        driver, make_queue, project, monkeypatch):
+    """The head's bulk delete ran and its reply was lost (503); the
+    client's retry found nothing to delete and advanced nothing, so the
+    group waited for gc's repair."""
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, {'g': 'x', 'n': 1}, {'g': 'x', 'n': 2},
+         ttl=3600)
+    claim_id, got = claim(driver, queue, project)
+    assert bodies(got) == [{'g': 'x', 'n': 1}]
+    lose_reply_once(monkeypatch, driver.messages, 'delete_many')
+    with pytest.raises(errors.BackendUnavailable):
+        driver.message_controller.bulk_delete(
+            queue, [got[0]['id']], project=project, claim_ids=[claim_id])
+    monkeypatch.undo()
+    driver.message_controller.bulk_delete(
+        queue, [got[0]['id']], project=project, claim_ids=[claim_id])
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+
+
+def test_a_claim_whose_dead_letter_drop_lost_its_reply_frees_the_group(
+        driver, make_queue, project, monkeypatch, clock):
+    """No dead-letter queue: a claim drops the exhausted head, the
+    drop's reply is lost, the claim answers 503 and the client claims
+    again: the rest of the group must be claimable then."""
+    queue = make_queue(dict(GROUPED, _max_claim_count=1))
+    post(driver, queue, project, {'g': 'x', 'n': 1}, {'g': 'x', 'n': 2},
+         ttl=36000)
+    claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    lose_reply_once(monkeypatch, driver.messages, 'delete_many',
+                    when=lambda where, *a, **k: 'c' in where)
+    with pytest.raises(errors.BackendUnavailable):
+        claim(driver, queue, project)
+    monkeypatch.undo()
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+
+
+def test_an_unpin_retried_after_a_503_frees_the_group(
+        driver, make_queue, project, monkeypatch):
+    """The unpin deleted the pin, then its update taking the pin off the
+    head failed (it never ran); the operator's retry found no pin and
+    did nothing, leaving the head pinned to a client with no pin, which
+    nothing would ever free."""
+    queue = make_queue(STICKY)
+    post(driver, queue, project, msg('a', 1), msg('a', 2), ttl=3600)
+    claim_id, got = claim_as(ALICE, driver, queue, project)
+    assert names(got) == ['a1']
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    lose_reply_once(monkeypatch, driver.messages, 'update_many',
+                    applies=False,
+                    when=lambda where, change, *a, **k:
+                    change.get('$unset', {}).keys() == {'pn'})
+    with pytest.raises(errors.BackendUnavailable):
+        driver.message_controller.unpin_group(queue, 'a', project=project)
+    monkeypatch.undo()
+    assert driver.message_controller.unpin_group(
+        queue, 'a', project=project) is None
+    # Alice is still active: only an unpinned group goes to Bob.
+    assert names(claim_as(BOB, driver, queue, project)[1]) == ['a1']

@@ -250,13 +250,17 @@ class ClaimController(controller.ClaimController):
         held = {f.PROJECT: project, f.QUEUE: queue, f.CLAIM: claim_id,
                 f.STATE: f.CLAIMED}
         dlq = policy.dead_letter_queue
-        if dlq is None:
-            self._messages.delete_many(dict(
-                held, _id={'$in': [doc['_id'] for doc in docs]}))
-        else:
-            self._move_to(dlq, project, policy, held, docs, now)
-        groups.advance_all(self.driver, queue, project,
-                           groups.groups_of(docs), now)
+        try:
+            if dlq is None:
+                self._messages.delete_many(dict(
+                    held, _id={'$in': [doc['_id'] for doc in docs]}))
+            else:
+                self._move_to(dlq, project, policy, held, docs, now)
+        finally:
+            # Also when a reply is lost: the claim is retried, and finds
+            # these messages gone, so it would advance nothing.
+            groups.advance_all(self.driver, queue, project,
+                               groups.groups_of(docs), now)
 
     def _move_to(self, dlq, project, policy, held, docs, now):
         dlq_policy = self.driver.message_controller.target_policy(dlq,

@@ -342,9 +342,14 @@ class MessageController(controller.MessageController):
         # here may have become its group's head in between.
         grouped = self._messages.find(dict(query.filter, **{
             f.GROUP: {'$exists': True}}), {f.GROUP: True})
-        self._messages.delete_many(query.filter)
-        groups.advance_all(self.driver, queue, project,
-                           groups.groups_of(grouped), now)
+        try:
+            self._messages.delete_many(query.filter)
+        finally:
+            # Also when its reply is lost (pymongo never resends a
+            # delete_many): the client's retry finds nothing left to
+            # delete, so it would advance nothing.
+            groups.advance_all(self.driver, queue, project,
+                               groups.groups_of(grouped), now)
 
     def _pop(self, queue, project, limit, policy):
         return self.driver.claim_controller.take(

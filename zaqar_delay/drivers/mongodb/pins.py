@@ -100,10 +100,18 @@ def unpin(driver, queue, project, group):
     found = driver.pins.find_one_and_delete(
         queries.pin_of(queue, project, [group]).filter,
         projection={f.PIN_CLIENT: True})
-    if found is None:
-        return None
-    _unpin_heads(driver, queue, project, [group], found[f.PIN_CLIENT])
-    return found[f.PIN_CLIENT]
+    if found is not None:
+        _unpin_heads(driver, queue, project, [group], found[f.PIN_CLIENT])
+        return found[f.PIN_CLIENT]
+    # No pin: maybe this is the retry of an unpin cut short after its
+    # pin went, whose head still names the client (and nothing else
+    # would ever take that off). Any pin on a head but the group's
+    # current one (none, or one taken since) is such a leftover.
+    current = head_pin(driver, queue, project, group)
+    _unpin_heads(driver, queue, project, [group],
+                 {'$exists': True} if current is None
+                 else {'$exists': True, '$ne': current})
+    return None
 
 
 def unpin_groups(driver, queue, project, groups):
@@ -121,6 +129,8 @@ def unpin_groups(driver, queue, project, groups):
 
 
 def _unpin_heads(driver, queue, project, groups, client):
+    """Take the pin off the heads of ``groups`` whose pin matches
+    ``client`` (a client, or a condition on it)."""
     heads = queries.pinned_heads(queue, project, groups, client)
     driver.messages.update_many(heads.filter, {'$unset': {f.PIN: ''}})
 
