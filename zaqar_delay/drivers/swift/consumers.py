@@ -135,23 +135,30 @@ class Consumers:
         self.driver = driver
         self.store = driver.store
 
-    def _newest(self, c, consume_id):
-        """(seq, params) of the newest version, (0, None) if none."""
-        found = self.store.listing(c, 'v/{}/'.format(consume_id), limit=1,
-                                   reverse=True)
+    def _versions(self, c, consume_id):
+        """(seq, params) of the newest version ((0, None) if none), and
+        the names of older ones left behind: a write whose delete of the
+        version it replaced failed (the call answered 503, and its retry
+        may find nothing to change). Once a tombstone above one expires,
+        the older state would be the newest again."""
+        found = self.store.listing(c, 'v/{}/'.format(consume_id),
+                                   limit=ATTEMPTS, reverse=True)
         if not found:
-            return 0, None
+            return 0, None, []
         _, seq, params = _parse(found[0])
-        return seq, params
+        return seq, params, [entry['name'] for entry in found[1:]]
 
     def _write(self, c, consume_id, change):
         """Write the version after the newest one, ``change(params)``
         giving its parameters (None: write nothing); retried on a lost
-        race. Returns True when a version was written."""
+        race. Older versions go (those left behind too). Returns True
+        when a version was written."""
         for _ in range(ATTEMPTS):
-            seq, params = self._newest(c, consume_id)
+            seq, params, older = self._versions(c, consume_id)
             wanted = change(params)
             if wanted is None:
+                if older:
+                    self.store.delete_many(c, older)
                 return False
             headers = None
             if wanted.get('gone'):
@@ -161,7 +168,8 @@ class Consumers:
                                  content_type=names.content_type(**wanted),
                                  headers=headers):
                 if seq:
-                    self.store.delete(c, _version_obj(consume_id, seq))
+                    self.store.delete_many(
+                        c, older + [_version_obj(consume_id, seq)])
                 return True
         raise RuntimeError('consumer {} in {}: {} writers raced'.format(
             consume_id, c, ATTEMPTS))

@@ -117,8 +117,10 @@ def unpin(qs, gk):
     found = pin_of(qs, gk)
     if found is None:
         return None
-    _drop(qs, [(gk, found['cl'])])
+    # The head first: an unpin cut short after dropping the pin would
+    # find no pin when retried, and leave the head filed for the client.
     refile_head(qs, found['cl'], gk)
+    _drop(qs, [(gk, found['cl'])])
     return found['id']
 
 

@@ -36,6 +36,10 @@ from zaqar_delay import consumers
 from zaqar_delay.drivers.swift import names
 
 _COUNTER = itertools.count()
+# How long a subscriber reserved by a create whose subscription is not
+# stored yet stays taken: that create may still be running (its client
+# timed out and sent it again), or it died, and the URI is free after.
+CREATE_GRACE_S = 60
 
 
 def _ordered_id():
@@ -104,8 +108,13 @@ class SubscriptionController(storage.Subscription):
                                   headers=headers):
                 return True
             found = self._store.get(container, name)
-            if found is not None and self._load(
-                    container, found[1].decode()) is not None:
+            holder = None if found is None else found[1].decode()
+            if holder == subscription_id:
+                # Ours: this is the retry of a call cut short after it.
+                return True
+            if holder is not None and (
+                    self._load(container, holder) is not None
+                    or _being_created(holder)):
                 return False
             # The holder is gone (expired or half-deleted): free the URI.
             self._store.delete(container, name)
@@ -229,11 +238,12 @@ class SubscriptionController(storage.Subscription):
         doomed = [names.subscription_obj(subscription_id, kind)
                   for kind in (False, True)]
         if found:
-            doomed.insert(0, names.subscriber_obj(found['subscriber']))
-        self._store.delete_many(container, doomed)
-        if found:
+            # Before the subscription goes: a retry of a delete cut short
+            # after it would find no subscriber to forget.
             self.driver.message_controller.forget_consumer(
                 queue, project, found['subscriber'])
+            doomed.insert(0, names.subscriber_obj(found['subscriber']))
+        self._store.delete_many(container, doomed)
 
     def get_with_subscriber(self, queue, subscriber, project=None):
         container = self._c(queue, project)
@@ -251,6 +261,17 @@ class SubscriptionController(storage.Subscription):
             raise storage_errors.SubscriptionDoesNotExist(subscription_id)
         current['confirmed'] = bool(confirmed)
         self._write(container, current, _expires(current))
+
+
+def _being_created(subscription_id):
+    """True for an id (_ordered_id) made less than CREATE_GRACE_S ago: a
+    create that reserved its subscriber and has not stored its
+    subscription yet, not a dead one."""
+    try:
+        made_ms = uuid.UUID(subscription_id).int >> 80
+    except ValueError:
+        return False
+    return time.time() * 1000 - made_ms < CREATE_GRACE_S * 1000
 
 
 def _is_consumer(subscriber):
