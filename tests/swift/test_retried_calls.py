@@ -120,6 +120,30 @@ def test_a_consumer_unsubscribe_retried_after_a_503_forgets_it(
     assert state_of(driver, queue, project, consume_id) == (None, None, 0)
 
 
+def test_a_consumer_moved_by_an_update_retried_after_a_503_is_forgotten(
+        driver, make_queue, project, monkeypatch):
+    """The update stored the subscription under its new subscriber, then
+    forgetting the old consumer failed; the retry found the subscription
+    moved already and forgot nothing, so the old consumer subscribed
+    again resumed its old cursor."""
+    queue = make_queue()
+    subs = driver.subscription_controller
+    consume_id, sid, marker = a_consumer_that_read_a_page(driver, queue,
+                                                          project)
+    list(next(driver.message_controller.list(
+        queue, project=project, client_uuid=consume_id, marker=marker)))
+    store = driver.message_controller._consumers_store
+    fail_once(monkeypatch, store, 'forget')
+    moved_to = consumers.PREFIX + str(uuid.uuid4())
+    with pytest.raises(errors.BackendUnavailable):
+        subs.update(queue, sid, project=project, subscriber=moved_to)
+    monkeypatch.undo()
+    subs.update(queue, sid, project=project, subscriber=moved_to)
+    subs.create(queue, consumers.PREFIX + str(consume_id), 3600, {},
+                project=project)
+    assert state_of(driver, queue, project, consume_id) == (None, None, 0)
+
+
 def test_a_consumer_update_cut_short_leaves_no_old_state_behind(
         driver, make_queue, project, monkeypatch):
     """A page's update wrote the consumer's next version, then deleting

@@ -206,6 +206,10 @@ class SubscriptionController(storage.Subscription):
                 raise storage_errors.SubscriptionAlreadyExists()
             self._store.delete(container,
                                names.subscriber_obj(current['subscriber']))
+            # Before the subscription names the new subscriber: a retry of
+            # an update cut short after that would not know the old one.
+            self.driver.message_controller.forget_consumer(
+                queue, project, old_subscriber)
             current['subscriber'] = new_subscriber
         elif kwargs.get('ttl'):
             expires = int(time.time()) + ttl
@@ -224,9 +228,6 @@ class SubscriptionController(storage.Subscription):
             # Written under its new prefix first: never missing meanwhile.
             self._store.delete(container, names.subscription_obj(
                 subscription_id, _is_consumer(old_subscriber)))
-        if moved:
-            self.driver.message_controller.forget_consumer(
-                queue, project, old_subscriber)
 
     def exists(self, queue, subscription_id, project=None):
         return self._load(self._c(queue, project),
