@@ -289,6 +289,10 @@ class Store:
         names = list(dict.fromkeys(names))
         if not names:
             return
+        if len(names) == 1:
+            # A plain DELETE: one pass through the proxy, not two.
+            self.delete(container, names[0])
+            return
         if not self._has_bulk_delete():
             self.parallel(lambda n: self.delete(container, n), names)
             return
