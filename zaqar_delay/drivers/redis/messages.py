@@ -44,8 +44,13 @@ class MessageController(controller.MessageController):
         # out of steps to finish: the queue's next visit goes on with them.
         self._moves_left = {}
 
-    def _insert(self, queue, project, messages, client_uuid):
-        self._store(queue, project, messages, client_uuid, '0')
+    def _insert(self, queue, project, messages, client_uuid, left_at=None):
+        """Store copies (dead letters, a moved group's batch); those from
+        an outbox that entered it at ``left_at`` (ms) or before: an id
+        that left this queue after that was stored here by this copy (its
+        reply lost, or made again by gc), and is skipped."""
+        self._store(queue, project, messages, client_uuid,
+                    '0' if left_at is None else 'copy:{}'.format(left_at))
 
     def _insert_new(self, queue, project, messages, client_uuid):
         self._store(queue, project, messages, client_uuid, '1')
@@ -66,8 +71,8 @@ class MessageController(controller.MessageController):
     def _store(self, queue, project, messages, client_uuid, mode):
         """post.lua in ``mode`` (its ARGV[6]): '1' for ids this call made
         up, whose first attempt skips the per-id checks only a retry
-        needs (its retries: 'retry'); 'carry' for a move's messages; '0'
-        otherwise."""
+        needs (its retries: 'retry'); 'carry' for a move's messages;
+        'copy:<ms>' for outbox copies (_insert); '0' otherwise."""
         per_message = []
         for message in messages:
             per_message += [message.id, message.ttl, message.delay,

@@ -14,7 +14,7 @@ from zaqar_delay import rules
 from zaqar_delay.drivers.redis import keys
 from zaqar_delay.drivers.redis import wire
 
-OUTBOX_FIELDS = ('b', 'u', 'to', 'tt', 'td')
+OUTBOX_FIELDS = ('b', 'u', 'to', 'tt', 'td', 'ob')
 
 
 def transfer(driver, queue, project, message_ids):
@@ -31,9 +31,10 @@ def transfer(driver, queue, project, message_ids):
     for mid, fields in zip(message_ids, driver.pipelined(read)):
         if fields[0] is None:
             continue
-        body_json, client_uuid, target, ttl, delay = (
+        body_json, client_uuid, target, ttl, delay, left = (
             wire.text(value) for value in fields)
-        entry = (mid, body_json, int(ttl), int(delay))
+        entry = (mid, body_json, int(ttl), int(delay),
+                 None if left is None else int(left))
         if runs and runs[-1][0] == (target, client_uuid):
             runs[-1][1].append(entry)
         else:
@@ -45,6 +46,13 @@ def transfer(driver, queue, project, message_ids):
             id=mid, ttl=ttl, delay=delay, body=json.loads(body_json),
             body_json=body_json,
             group=rules.group_or_none(json.loads(body_json), policy))
-            for mid, body_json, ttl, delay in entries]
-        messages._insert(target, project, moved, client_uuid)
+            for mid, body_json, ttl, delay, _ in entries]
+        # The latest time one of them entered the outbox: an id that left
+        # the target after that was copied there by this entry (the copy
+        # retried after its reply was lost, or made again by gc), and is
+        # not stored again. (Entries an earlier release wrote have no
+        # time: none is skipped that way then.)
+        left = [entry[4] for entry in entries]
+        messages._insert(target, project, moved, client_uuid,
+                         None if None in left else max(left))
     driver.run_script('outbox_done', queue, project, *message_ids)

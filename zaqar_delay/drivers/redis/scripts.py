@@ -18,7 +18,7 @@ QUEUE_SCRIPTS = ('post', 'claim', 'list', 'first', 'get', 'delete',
                  'consumer_register', 'consumer_forget', 'consumer_update',
                  'count_after', 'readers', 'consumer_subscribed',
                  'layout_free', 'meta_read', 'meta_fill', 'meta_forget',
-                 'notified')
+                 'notified', 'subscriber_free')
 
 # Scripts whose effects a caller cannot tell apart when its whole call
 # runs again: reads, and the housekeeping they do on the way (settling

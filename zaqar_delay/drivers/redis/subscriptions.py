@@ -156,6 +156,12 @@ class SubscriptionController(storage.Subscription):
 
         return self._guarded(take)
 
+    def _free_subscriber(self, queue, project, subscriber, subscription_id):
+        """Free ``subscriber`` if ``subscription_id`` still holds it (not
+        a subscription that took it since)."""
+        self.driver.run_script('subscriber_free', queue, project, subscriber,
+                               subscription_id)
+
     def _subscribed(self, queue, project, subscriber, expires):
         """A ``cursor:`` subscription was stored until ``expires`` (s):
         its consumer counts for read-by-all from now on."""
@@ -178,8 +184,8 @@ class SubscriptionController(storage.Subscription):
             if not self._take_subscriber(subscribers, new_subscriber,
                                          subscription_id):
                 raise storage_errors.SubscriptionAlreadyExists()
-            self._guarded(lambda: self._client.hdel(
-                subscribers, current['subscriber']))
+            self._free_subscriber(queue, project, current['subscriber'],
+                                  subscription_id)
             fields['u'] = new_subscriber
             # Ids stored by earlier releases carry no creation time.
             score = self._guarded(lambda: self._client.zscore(
@@ -215,7 +221,7 @@ class SubscriptionController(storage.Subscription):
 
     def delete(self, queue, subscription_id, project=None):
         found = self._load(queue, project, subscription_id)
-        index, subscribers = keys.subscription_keys(queue, project)
+        index, _ = keys.subscription_keys(queue, project)
 
         def remove(pipe):
             pipe.zrem(index, subscription_id)
@@ -224,11 +230,11 @@ class SubscriptionController(storage.Subscription):
             # After the hash: notified.lua files only ids whose hash is
             # there, so it cannot file this one again.
             pipe.zrem(keys.notified_key(queue, project), subscription_id)
-            if found:
-                pipe.hdel(subscribers, found['subscriber'])
 
         self.driver.pipelined(remove)
         if found:
+            self._free_subscriber(queue, project, found['subscriber'],
+                                  subscription_id)
             self.driver.message_controller.forget_consumer(
                 queue, project, found['subscriber'])
 
@@ -241,7 +247,7 @@ class SubscriptionController(storage.Subscription):
         found = self._load(queue, project, sid.decode())
         if found is None:
             # The subscription expired; free its subscriber URI.
-            self._guarded(lambda: self._client.hdel(subscribers, subscriber))
+            self._free_subscriber(queue, project, subscriber, sid.decode())
             self._guarded(lambda: self._client.zrem(index, sid))
             self._guarded(lambda: self._client.zrem(
                 keys.notified_key(queue, project), sid))

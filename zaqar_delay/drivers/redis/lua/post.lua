@@ -12,8 +12,11 @@
 --         message expired; 'retry' for a retry of a post whose ids it
 --         made up: an id that left for another queue since (dead letter,
 --         moved group: MOVED_OUT) is skipped too, as the first attempt
---         stored it; '0' otherwise (outbox copies, which may bring an id
---         back to a queue it left)
+--         stored it; 'copy:<ms>' for outbox copies, which may bring an
+--         id back to a queue it left, but not one that left after <ms>
+--         (when the latest of them entered its outbox): this copy, its
+--         reply lost or made again by gc, stored that one here before;
+--         '0' otherwise
 -- ARGV[7..] per message, 7 values: id, ttl (s), delay (s), body, group (''),
 --          body checksum ('' when checksums are off), age (ms: 0 for a
 --          post; a migrated message keeps its age; ttl and delay count
@@ -35,12 +38,18 @@ if ARGV[4] ~= '' then redis.call('SADD', ARGV[4], ARGV[5]) end
 local stored, seen = {}, {}
 local fresh, carry = ARGV[6] == '1', ARGV[6] == 'carry'
 local retry = ARGV[6] == 'retry'
+local copied_since = tonumber(string.match(ARGV[6], '^copy:(%d+)$'))
+local function left_since(id, since)
+  local left = redis.call('ZSCORE', MOVED_OUT, id)
+  return left and tonumber(left) > since
+end
 for i = 7, #ARGV, 7 do
   local id = ARGV[i]
   if fresh or (not seen[id] and redis.call('EXISTS', mkey(id)) == 0
                and not redis.call('ZSCORE', DELETED, id)
                and not (carry and redis.call('ZSCORE', CARRIED, id))
-               and not (retry and redis.call('ZSCORE', MOVED_OUT, id))) then
+               and not (retry and redis.call('ZSCORE', MOVED_OUT, id))
+               and not (copied_since and left_since(id, copied_since))) then
     stored[#stored + 1] = i
     seen[id] = true
   end
