@@ -17,6 +17,7 @@ from tests.contract.test_sticky import ALICE, BOB, STICKY
 from tests.contract.test_sticky import claim_as, msg, names
 from zaqar_delay import errors
 from zaqar_delay.drivers.mongodb import claims
+from zaqar_delay.drivers.mongodb import pins
 
 GROUPED = {'_message_group_key': 'g'}
 
@@ -149,3 +150,30 @@ def test_an_unpin_retried_after_a_503_frees_the_group(
         queue, 'a', project=project) is None
     # Alice is still active: only an unpinned group goes to Bob.
     assert names(claim_as(BOB, driver, queue, project)[1]) == ['a1']
+
+
+def test_an_unpin_finding_no_pin_keeps_a_pin_a_claim_made_meanwhile(
+        driver, make_queue, project, monkeypatch):
+    """What the retry above takes off is only a leftover: a claim that
+    pins the group between the unpin's read of the pin and its update
+    (the claim writes its pin, then the head's) keeps its pin."""
+    queue = make_queue(STICKY)
+    post(driver, queue, project, msg('a', 1), msg('a', 2), ttl=3600)
+    read_pin, claimed = pins.head_pin, []
+
+    def claim_lands_after_the_read(*args):
+        found = read_pin(*args)
+        if not claimed:
+            claimed.append(None)        # the claim reads the pin too
+            claimed[0] = claim_as(ALICE, driver, queue, project)
+        return found
+
+    monkeypatch.setattr(pins, 'head_pin', claim_lands_after_the_read)
+    assert driver.message_controller.unpin_group(
+        queue, 'a', project=project) is None
+    monkeypatch.undo()
+    claim_id, got = claimed[0]
+    assert names(got) == ['a1']
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    # Alice is active and the group is pinned to her: nothing for Bob.
+    assert names(claim_as(BOB, driver, queue, project)[1]) == []

@@ -111,6 +111,13 @@ def unpin(driver, queue, project, group):
     _unpin_heads(driver, queue, project, [group],
                  {'$exists': True} if current is None
                  else {'$exists': True, '$ne': current})
+    # A claim pinning the group meanwhile writes its pin, then the head's:
+    # one taken off by the update above goes back (as recheck_head).
+    pinned = head_pin(driver, queue, project, group)
+    if pinned is not None and pinned != current:
+        heads = queries.pinned_heads(queue, project, [group],
+                                     {'$exists': False})
+        driver.messages.update_many(heads.filter, {'$set': {f.PIN: pinned}})
     return None
 
 
