@@ -144,3 +144,30 @@ def test_a_stalled_mover_stores_nothing_the_target_consumed_meanwhile(
     assert consumed == [a0]
     assert drain(driver, target, project) == []
     assert listed(driver, queue, project, include_claimed=True) == []
+
+
+def test_a_stalled_mover_keeps_its_copy_that_gc_filed(
+        driver, make_queue, project, clock, monkeypatch):
+    """The mover stored its copy, then stalled; gc took the move over,
+    found that copy stored, filed it and wrote its marker. The mover,
+    waking, must not take that marker for another call's copy consumed
+    meanwhile (and delete the message gc filed)."""
+    queue, target = queues(make_queue)
+    [a0] = post(driver, queue, project, {'g': 'a', 'n': 0}, ttl=3600)
+    real_put, stalled = posts._put_message, []
+
+    def put(qs, message, exclusive):
+        created = real_put(qs, message, exclusive)
+        if message.id == a0 and qs.c.endswith(target) and not stalled:
+            stalled.append(created)
+            clock.advance(120)
+            driver.gc()
+        return created
+
+    monkeypatch.setattr(posts, '_put_message', put)
+    driver.message_controller.move_group(queue, 'a', target,
+                                         project=project)
+    monkeypatch.undo()
+    assert stalled == [True]
+    assert listed(driver, queue, project, include_claimed=True) == []
+    assert drain(driver, target, project) == [a0]

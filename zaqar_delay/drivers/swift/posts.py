@@ -248,7 +248,7 @@ def _store_copy(qs, message, own_position=True):
     call did not take (``own_position`` False: one taken back from a
     call cut short) is never given back: a racing call may use it."""
     created = _put_message(qs, message, exclusive=True)
-    if created and qs.store.head(qs.c, names.received_obj(message.id)):
+    if created and _filed_elsewhere(qs, message):
         # Not there when this call read it (_store_copies): another call
         # (gc finishing a move this one stalled in) stored the copy
         # meanwhile, and its consumer deleted it. Stored again, it would
@@ -263,6 +263,20 @@ def _store_copy(qs, message, own_position=True):
             qs.store.delete(qs.c, names.position_obj(message.pos))
         return False
     return True
+
+
+def _filed_elsewhere(qs, message):
+    """True when the copy's ``r/`` marker is older than the ``m/`` this
+    call just stored: another call filed its own copy before, and its
+    consumer deleted it since. A marker written after it is another
+    call's filing of this very copy (gc, taking over from a stalled
+    mover, found it stored and filed it): kept. Both times are Swift's
+    (X-Timestamp), so API node clocks do not matter."""
+    marker, ours = qs.store.parallel(
+        lambda name: qs.store.head(qs.c, name),
+        [names.received_obj(message.id), names.message_obj(message.id)])
+    return (marker is not None and ours is not None
+            and float(marker['x-timestamp']) < float(ours['x-timestamp']))
 
 
 def _put_message(qs, message, exclusive):

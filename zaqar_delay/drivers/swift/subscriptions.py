@@ -33,6 +33,7 @@ from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import consumers
+from zaqar_delay import errors
 from zaqar_delay.drivers.swift import names
 
 _COUNTER = itertools.count()
@@ -112,10 +113,15 @@ class SubscriptionController(storage.Subscription):
             if holder == subscription_id:
                 # Ours: this is the retry of a call cut short after it.
                 return True
-            if holder is not None and (
-                    self._load(container, holder) is not None
-                    or _being_created(holder)):
+            if holder is not None and self._load(container,
+                                                 holder) is not None:
                 return False
+            if holder is not None and _being_created(holder):
+                # Zaqar reads a subscription back when create answers
+                # "taken"; there is none yet: try again later.
+                raise errors.BackendUnavailable(
+                    backend='Swift', reason='subscriber {} is being '
+                    'subscribed by another call'.format(subscriber))
             # The holder is gone (expired or half-deleted): free the URI.
             self._store.delete(container, name)
         return False
@@ -183,10 +189,28 @@ class SubscriptionController(storage.Subscription):
         subscription_id = _ordered_id()
         if not self._reserve(container, subscriber, subscription_id, ttl):
             return None
-        self._write(container, {
-            'id': subscription_id, 'source': queue, 'subscriber': subscriber,
-            'ttl': ttl, 'options': options, 'confirmed': False})
+        try:
+            self._write(container, {
+                'id': subscription_id, 'source': queue,
+                'subscriber': subscriber, 'ttl': ttl, 'options': options,
+                'confirmed': False})
+        except errors.BackendUnavailable:
+            # The subscriber goes back, so the client's retry is not held
+            # up by the reservation of a create that is over.
+            self._free(container, subscriber, subscription_id)
+            raise
         return subscription_id
+
+    def _free(self, container, subscriber, subscription_id):
+        """Delete ``subscriber``'s reservation if it names
+        ``subscription_id``; a failure is left to CREATE_GRACE_S."""
+        name = names.subscriber_obj(subscriber)
+        try:
+            found = self._store.get(container, name)
+            if found is not None and found[1].decode() == subscription_id:
+                self._store.delete(container, name)
+        except errors.BackendUnavailable:
+            pass
 
     def update(self, queue, subscription_id, project=None, **kwargs):
         container = self._c(queue, project)
