@@ -2,8 +2,8 @@
 policy (connection.guarded); here another call changes the state in
 between, as another node or consumer would. The retry must still have
 the effect of the one call: it must not store a copy that moved on,
-free a subscriber another subscription took, or forget a consumer
-subscribed again."""
+free a subscriber another subscription took, forget a consumer
+subscribed again, unpin a group pinned since, or miscount a purge."""
 
 import uuid
 
@@ -11,6 +11,7 @@ import pytest
 import redis as redis_py
 
 from tests.contract.helpers import claim, listed, post
+from tests.contract.test_sticky import ALICE, BOB, STICKY, claim_as, msg
 from zaqar_delay import consumers
 
 
@@ -170,3 +171,34 @@ def test_a_consumer_forget_retried_leaves_the_consumer_subscribed_again(
     assert again[0] is not None
     assert driver.message_controller._consumer('q', project,
                                                consume_id)[1] is not None
+
+
+def test_an_unpin_retried_after_another_client_took_the_group(
+        driver, project, lose_reply_of):
+    """The unpin freed the group from Alice and lost its reply; before
+    the retry Bob claimed the group, which pinned it to him. The retry
+    unpinned Bob, and answered Bob."""
+    driver.queue_controller.create('q', metadata=STICKY, project=project)
+    post(driver, 'q', project, msg('a', 1), msg('a', 2))
+    claim_id, _ = claim_as(ALICE, driver, 'q', project)
+    driver.claim_controller.delete('q', claim_id, project=project)
+    bob = []
+    lose_reply_of('group_unpin', 'q', lambda: bob.append(
+        claim_as(BOB, driver, 'q', project)))
+    assert driver.message_controller.unpin_group(
+        'q', 'a', project=project) == ALICE
+    assert [m['body']['n'] for m in bob[0][1]] == [1]
+    # Pinned to Bob: Alice gets nothing of the group.
+    driver.claim_controller.delete('q', bob[0][0], project=project)
+    assert claim_as(ALICE, driver, 'q', project)[1] == []
+
+
+def test_a_group_purge_step_retried_counts_what_it_purged(
+        driver, project, lose_reply_of):
+    """The purge's last step lost its reply; its retry found nothing left
+    and answered 0, so the purge reported fewer than it deleted."""
+    grouped(driver, project, 'q')
+    post(driver, 'q', project, *[{'g': 'a', 'n': n} for n in range(5)])
+    lose_reply_of('group_purge', 'q', lambda: None)
+    assert driver.message_controller.purge_group(
+        'q', 'a', project=project) == 5

@@ -101,6 +101,8 @@ key                type    holds
 ``Q:r:<claim>``    string  a claim's or pop's result (MessagePack), kept
                            for the retry span so a retry returns it again
 ``Q:mvr:<token>``  string  the result of one group move step, the same way
+``Q:pgr:<token>``  string  the result of one group purge step, the same way
+``Q:upr:<token>``  string  the result of one unpin, the same way
 ``Q:g:<group>``    zset    a group's live message ids, by position
 ``Q:m:<id>``       hash    one message, fields below
 ``Q:c:<claim>``    hash    one claim: ``t`` ttl (s), ``e`` expiry (ms),

@@ -284,14 +284,17 @@ class MessageController(controller.MessageController):
                 for i in range(0, len(flat), 5)]
 
     def _unpin_group(self, queue, project, group):
-        return wire.text(self._run('group_unpin', queue, project,
-                                   group)) or None
+        return wire.text(self._run(
+            'group_unpin', queue, project, group, str(uuid.uuid4()),
+            self.driver.retry_span_ms, keeps_result=True)) or None
 
     def _purge_group(self, queue, project, group):
         # In batches from the tail (group_purge.lua): each call is short.
         total = 0
         while True:
-            deleted, left = self._run('group_purge', queue, project, group)
+            deleted, left = self._run(
+                'group_purge', queue, project, group, str(uuid.uuid4()),
+                self.driver.retry_span_ms, keeps_result=True)
             total += deleted
             if not deleted or not left:
                 return total

@@ -789,6 +789,25 @@ local function first_live(sort, due_only)
   return nil
 end
 
+-- An operator step's result, kept for the retry span under
+-- Q:<kind>:<token> so that a retry of the step (its reply lost) answers
+-- what the step did instead of doing the next thing: nil when nothing is
+-- kept (or the step has no token).
+local function kept_result(kind, token)
+  if not token or token == '' then return nil end
+  local kept = redis.call('GET', Q .. ':' .. kind .. ':' .. token)
+  return kept and cmsgpack.unpack(kept)
+end
+
+-- Keep `result` as kept_result finds it, for `span` ms; returns it.
+local function keep_result(kind, token, span, result)
+  if token and token ~= '' then
+    redis.call('SET', Q .. ':' .. kind .. ':' .. token,
+               cmsgpack.pack(result), 'PX', span)
+  end
+  return result
+end
+
 -- Move a detached message to the outbox, bound for queue `to` with ttl
 -- `ttl` and delay `delay` (seconds); the caller copies it there.
 local function to_outbox(id, pos, to, ttl, delay)

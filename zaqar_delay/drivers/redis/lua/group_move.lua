@@ -22,18 +22,12 @@
 -- and nothing was moved; {2, target} if a new move finds the group being
 -- moved already.
 local group, target, start = ARGV[3], ARGV[4], ARGV[5] == 'start'
-local token = ARGV[6] or ''
-local result_key = Q .. ':mvr:' .. token
-if token ~= '' then
-  local kept = redis.call('GET', result_key)
-  if kept then return cmsgpack.unpack(kept) end
-end
+local token = ARGV[6]
+local kept = kept_result('mvr', token)
+if kept then return kept end
 
 local function answer(result)
-  if token ~= '' then
-    redis.call('SET', result_key, cmsgpack.pack(result), 'PX', ARGV[7])
-  end
-  return result
+  return keep_result('mvr', token, ARGV[7], result)
 end
 -- A moved message costs about twice a dropped one (read, detach, outbox
 -- entry), and its batch is then copied to the target by the caller.

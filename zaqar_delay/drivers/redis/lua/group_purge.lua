@@ -3,9 +3,13 @@
 -- between calls. The caller repeats until nothing is left. Purged ids
 -- are remembered like deleted ones, so a retried post cannot store them
 -- again.
--- ARGV[3] group id (JSON-encoded).
+-- ARGV[3] group id (JSON-encoded); ARGV[4] the step's token, ARGV[5] the
+-- retry span (ms): a retry of the step (its reply lost) answers what the
+-- step did, so the caller's count holds.
 -- Returns {number deleted by this call, number of members left}; the
 -- call that empties the group also ends a move of it.
+local kept = kept_result('pgr', ARGV[4])
+if kept then return kept end
 local group = ARGV[3]
 local ids = redis.call('ZREVRANGE', gkey(group), 0, BATCH - 1)
 for _, id in ipairs(ids) do
@@ -24,4 +28,4 @@ if left == 0 then
   redis.call('HDEL', MOVE_TARGETS, group)
   redis.call('HDEL', MOVE_BATCHES, group)
 end
-return {#ids, left}
+return keep_result('pgr', ARGV[4], ARGV[5], {#ids, left})
