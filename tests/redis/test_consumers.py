@@ -314,6 +314,27 @@ def consumer_cursors(raw, project, ids):
     return [raw.hget(prefix + cid, 'c') for cid in ids]
 
 
+def test_two_deletions_of_a_queue_at_once_both_finish(driver, raw,
+                                                      project):
+    """A client sending its DELETE again while the first still ran: each
+    purge call finding the other deletion's token started the consumer
+    scan from 0 again, so with calls alternating neither finished."""
+    make_queue(driver, project)
+    for _ in range(MANY_CONSUMERS):
+        driver.run_script('consumer_register', 'q', project,
+                          str(uuid.uuid4()))
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    done = set()
+    for _ in range(MANY_CONSUMERS // 25):
+        for token in {first, second} - done:
+            if not driver.run_script('purge', 'q', project, 100, token):
+                done.add(token)
+        if done == {first, second}:
+            break
+    assert done == {first, second}
+    assert not raw.exists(keys.queue_prefix('q', project) + ':purgescan')
+
+
 def test_deleting_a_queue_resets_its_consumers_a_batch_per_call(
         driver, raw, project):
     """Zaqar does not bound subscriptions: a queue deletion resets its
@@ -334,7 +355,7 @@ def test_deleting_a_queue_resets_its_consumers_a_batch_per_call(
     read_somewhere()
     cut = str(uuid.uuid4())
     while raw.hget(keys.queue_prefix('q', project) + ':purgescan',
-                   'token') is None:
+                   cut) is None:
         assert driver.run_script('purge', 'q', project, 100, cut)
     read_somewhere()
     hsets = []

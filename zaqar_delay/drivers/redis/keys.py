@@ -83,9 +83,10 @@ key                type    holds
 ``Q:cons:<cid>``   hash    one persistent consumer: ``c`` cursor, ``h`` last
                            position handed (both '' for none), ``l`` lost,
                            ``a`` last active (ms), ``r`` registered (ms)
-``Q:purgescan``    hash    a queue deletion resetting its consumers, a
-                           batch per call: its ``token`` and ZSCAN
-                           ``cursor`` (gone when done; kept an hour)
+``Q:purgescan``    hash    queue deletions resetting their consumers, a
+                           batch per call: each deletion's token -> its
+                           ZSCAN cursor (gone when one is done; kept an
+                           hour)
 ``Q:notified``     zset    ids of the subscriptions that are not persistent
                            consumers', scored as in ``Q:subs``: what
                            Zaqar's notifier lists on every post

@@ -59,12 +59,12 @@ if n == 0 then
   -- messages of the queue created again, so its persistent consumers
   -- start afresh, a batch per call (Zaqar does not bound subscriptions).
   -- ZSCAN returns every consumer there throughout the scan at least once,
-  -- whatever registers or leaves meanwhile; its cursor is kept under the
-  -- deletion's token, so a deletion cut short never lends a later one a
-  -- cursor halfway through.
-  local scan = redis.call('HMGET', PURGE_SCAN, 'token', 'cursor')
+  -- whatever registers or leaves meanwhile; each deletion keeps its own
+  -- cursor under its token, so a deletion cut short never lends a later
+  -- one a cursor halfway through, and two at once (a client sending the
+  -- DELETE again while the first runs) do not restart each other's scan.
   local step = redis.call('ZSCAN', CONSUMERS,
-                          scan[1] == token and scan[2] or '0',
+                          redis.call('HGET', PURGE_SCAN, token) or '0',
                           'COUNT', batch)
   for i = 1, #step[2], 2 do
     local cid = step[2][i]
@@ -74,10 +74,12 @@ if n == 0 then
     end
   end
   if step[1] ~= '0' then
-    redis.call('HSET', PURGE_SCAN, 'token', token, 'cursor', step[1])
+    redis.call('HSET', PURGE_SCAN, token, step[1])
     redis.call('PEXPIRE', PURGE_SCAN, 3600 * 1000)
     return math.max(1, #step[2] / 2)
   end
+  -- Done: cursors of deletions cut short go too (one still running
+  -- starts its scan again, once).
   redis.call('DEL', PURGE_SCAN)
 end
 return n
