@@ -14,6 +14,7 @@ import pytest
 from pymongo import errors as mongo_errors
 
 from tests.contract.helpers import claim, listed, post, stats
+from tests.contract.test_queue_stage import through_pipeline
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields
@@ -335,6 +336,38 @@ def test_a_move_meeting_members_another_move_froze_moves_nothing(
     assert driver.message_controller.move_group(grouped, 'a', 't',
                                                 project=project) == 4
     assert [m['id'] for m in listed(driver, 't', project)] == ids
+
+
+def test_a_move_whose_target_was_created_again_lands_at_its_tail(
+        driver, project, grouped, monkeypatch):
+    """The move reserved positions in its target; the target was deleted
+    and created again (its positions starting afresh) and got posts
+    before the move landed. The landing collided on the unique position
+    index: the group stayed frozen, in no queue's listing, and gc's
+    finish collided the same way on every pass."""
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, 't', project, msg('t', 0))
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('a', 3),
+         ttl=3600)
+    land, created_again = group_moves._land, []
+
+    def target_created_again(*args, **kwargs):
+        if not created_again:
+            created_again.append(True)
+            through_pipeline(driver).delete('t', project=project)
+            driver.queue_controller.create('t', metadata=GROUPED,
+                                           project=project)
+            post(driver, 't', project, msg('n', 1), msg('n', 2), ttl=3600)
+        return land(*args, **kwargs)
+
+    monkeypatch.setattr(group_moves, '_land', target_created_again)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 3
+    monkeypatch.undo()
+    assert names(listed(driver, 't', project)) == ['n1', 'n2', 'a1', 'a2',
+                                                   'a3']
+    assert layout(driver, grouped, project) == []
+    assert driver.moves.raw.count_documents({}) == 0
 
 
 def test_purge_group_and_stats_count_frozen_and_blocked(driver, project,

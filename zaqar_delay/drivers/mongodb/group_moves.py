@@ -36,6 +36,8 @@ everyone who finishes a move (its mover, or ``gc()`` for moves older than
 import json
 import uuid
 
+from pymongo import errors as mongo_errors
+
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields as f
@@ -154,12 +156,12 @@ def _finish(driver, queue, project, move_id, now, target_policy=None,
     committed = decided == COMMITTED
     if committed and target_policy is None:
         target_policy = _policy(driver, move_doc['t'], project)
-    landed, moved_groups = 0, {group}
+    landed, moved_groups, floor = 0, {group}, [None]
     for docs in _frozen_pages(driver, queue, project, move_id, committed):
         moved_groups.update(groups.groups_of(docs))
         if committed:
             landed += _land(driver, queue, project, docs, move_doc['t'],
-                            target_policy, now)
+                            target_policy, now, floor)
     if not committed:
         _unfreeze(driver, queue, project, move_id, now)
     groups.advance_all(driver, queue, project, list(moved_groups), now)
@@ -187,9 +189,16 @@ def _frozen_pages(driver, queue, project, move_id, whole):
         where[f.POSITION] = {'$gt': docs[-1][f.POSITION]}
 
 
-def _land(driver, queue, project, docs, target, policy, now):
-    """Step 4: each frozen message to ``target``, in position order."""
+def _land(driver, queue, project, docs, target, policy, now, floor=None):
+    """Step 4: each frozen message to ``target``, in position order.
+
+    A message whose reserved position is taken (the target was deleted
+    and created again meanwhile, its counter starting afresh) lands at a
+    new one, and so does every later one at or below the last position
+    landed (``floor``, [position or None], kept from page to page), so
+    the group keeps its order."""
     landed, target_groups = 0, []
+    floor = [None] if floor is None else floor
     for doc in docs:
         where = f.queue_filter(queue, project, **{
             '_id': doc['_id'], f.STATE: f.MOVING,
@@ -213,12 +222,38 @@ def _land(driver, queue, project, docs, target, policy, now):
             removed[f.GROUP] = ''
         else:
             changes[f.GROUP] = group
-        if driver.messages.update_one(
-                where, {'$set': changes, '$unset': removed}).matched_count:
+        change = {'$set': changes, '$unset': removed}
+        if floor[0] is not None and changes[f.POSITION] <= floor[0]:
+            matched = _land_at_tail(driver, target, project, where, change,
+                                    now)
+        else:
+            try:
+                matched = driver.messages.update_one(where,
+                                                     change).matched_count
+            except mongo_errors.DuplicateKeyError:
+                matched = _land_at_tail(driver, target, project, where,
+                                        change, now)
+        if matched:
             landed += 1
             target_groups.append(group)
+            floor[0] = max(floor[0] or 0, changes[f.POSITION])
     groups.advance_all(driver, target, project, target_groups, now)
     return landed
+
+
+def _land_at_tail(driver, target, project, where, change, now):
+    """Land one message with ``change`` at a new position of the
+    target's tail (reserved until it is filled, as a post's); whether it
+    was still frozen."""
+    position, token = reservations.reserve(driver, target, project, 1, now)
+    change['$set'][f.POSITION] = position
+    matched = 0
+    try:
+        matched = driver.messages.update_one(where, change).matched_count
+    finally:
+        reservations.release(driver, target, project, token,
+                             unused=() if matched else [position])
+    return matched
 
 
 def _unfreeze(driver, queue, project, move_id, now):
