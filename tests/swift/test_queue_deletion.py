@@ -1,11 +1,14 @@
 """Deleting a queue on Swift: its objects are listed and deleted a page at
-a time, and a container that cannot be emptied is reported."""
+a time, a container that cannot be emptied is reported, and gc's
+housekeeping running meanwhile does not create the queue's container
+again."""
 
 import logging
 
 from tests.contract.helpers import claim, listed, post
 from zaqar_delay import stages
 from zaqar_delay.drivers.swift import messages as swift_messages
+from zaqar_delay.drivers.swift import retention as swift_retention
 
 
 def test_a_queue_deletion_holds_one_listing_page_at_a_time(
@@ -47,3 +50,33 @@ def test_a_container_left_not_empty_is_reported(driver, make_queue, project,
     with caplog.at_level(logging.WARNING):
         stage.delete(queue, project)
     assert 'not yet empty' in caplog.text and queue in caplog.text
+
+
+def test_a_fold_in_flight_counts_nothing_into_the_queue_created_again(
+        driver, clock, make_queue, project, monkeypatch):
+    """gc's fold listed the queue's removal tallies; the queue was then
+    deleted and created again, and the fold's total (5) created the
+    deleted container again: the new queue's stats reported the old
+    one's removals."""
+    kept = {'_retention': {'length': 1}}
+    queue = make_queue(kept)
+    post(driver, queue, project, *range(6), ttl=3600)
+    assert driver.clean_queue(queue, project) == 5
+    clock.advance(swift_retention.FOLD_AGE_S + 1)
+    qs = driver.queue_state(queue, project)
+    create, deleted = driver.store.create, []
+
+    def deleted_before_the_total(container, name, *args, **kwargs):
+        if name.startswith('t/') and not deleted:
+            deleted.append(name)
+            stages.QueueStage(driver, driver.control_driver).delete(
+                queue, project)
+            make_queue(kept, name=queue)
+        return create(container, name, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'create', deleted_before_the_total)
+    assert swift_retention.fold(qs, clock(), at_least=1) == 0
+    monkeypatch.undo()
+    assert deleted
+    stats = driver.message_controller.stats(queue, project)
+    assert stats['retention']['removed'] == 0

@@ -171,10 +171,12 @@ class Store:
     # -- objects -----------------------------------------------------------
 
     def put(self, container, name, body=b'', content_type=None,
-            headers=None, exclusive=False, container_meta=None):
+            headers=None, exclusive=False, container_meta=None,
+            recreate=True):
         """PUT an object; with ``exclusive`` only if it does not exist.
         Returns False on 412 (it existed), True when written. Creates the
-        container on 404."""
+        container on 404, unless not ``recreate`` (housekeeping of a
+        queue that may have been deleted meanwhile: then False)."""
         headers = dict(headers or {})
         if exclusive:
             headers['If-None-Match'] = '*'
@@ -188,6 +190,8 @@ class Store:
                 return False
             if status != 404:
                 return True
+            if not recreate:
+                return False
             self.put_container(container, container_meta
                                or self._queue_meta.get(container))
         raise zd_errors.BackendUnavailable(
@@ -195,7 +199,8 @@ class Store:
             reason='container {} keeps disappearing'.format(container))
 
     def create(self, container, name, body=b'', content_type=None,
-               headers=None, container_meta=None, token=None):
+               headers=None, container_meta=None, token=None,
+               recreate=True):
         """Create an object that must have one creator; True if we are it.
 
         Swift checks ``If-None-Match: *`` when a PUT reaches the object
@@ -207,11 +212,11 @@ class Store:
         read-back tells a retried PUT (412 to our own first attempt whose
         reply was lost) that it won after all. ``token``: the owner token
         to write (a random one if None), for a creator that later checks
-        the object is still its own.
+        the object is still its own. ``recreate``: as for ``put``.
         """
         token = token or uuid.uuid4().hex
         if self.propose(container, name, token, body, content_type, headers,
-                        container_meta):
+                        container_meta, recreate):
             self.settle_wait()
         return self.confirm(container, name, token)
 
@@ -234,13 +239,14 @@ class Store:
             list(zip(items, tokens)))
 
     def propose(self, container, name, token, body=b'', content_type=None,
-                headers=None, container_meta=None):
+                headers=None, container_meta=None, recreate=True):
         """The first half of ``create``: the exclusive PUT, tagged with
         ``token``. False if the object existed (412): ours from an earlier
         attempt whose reply was lost, or a rival's; ``confirm`` tells."""
         headers = dict(headers or {}, **{OWNER: token})
         return self.put(container, name, body, content_type, headers,
-                        exclusive=True, container_meta=container_meta)
+                        exclusive=True, container_meta=container_meta,
+                        recreate=recreate)
 
     def settle_wait(self, meanwhile=None):
         """Let PUTs that overlapped a proposal land before its read-back

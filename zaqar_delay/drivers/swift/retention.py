@@ -374,7 +374,10 @@ def drop(qs, victims, now):
 
 
 def tally(qs, locked_ms, message_id):
-    qs.store.put(qs.c, names.tally_obj(locked_ms, message_id))
+    # A queue deleted meanwhile is not created again to count a removal
+    # into the queue of its name created after it.
+    qs.store.put(qs.c, names.tally_obj(locked_ms, message_id),
+                 recreate=False)
 
 
 def removed(qs):
@@ -402,8 +405,9 @@ def fold(qs, now, at_least=None):
         return 0
     if not qs.store.create(qs.c, names.total_obj(seq + 1),
                            content_type=names.content_type(
-                               n=base + len(ripe), upto=ripe[-1]['name'])):
-        return 0
+                               n=base + len(ripe), upto=ripe[-1]['name']),
+                           recreate=False):
+        return 0     # lost to another folder, or the queue went
     qs.store.delete_many(qs.c, [e['name'] for e in ripe] + [
         names.total_obj(s) for s in range(max(0, seq - 1), seq + 1)])
     return len(ripe)
