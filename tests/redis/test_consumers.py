@@ -301,9 +301,38 @@ def test_a_deleted_queue_sets_its_consumers_back_to_the_start(driver,
     page(driver, project, A, marker=marker)
     # What Zaqar's pipeline runs when the queue is deleted.
     driver.message_controller._purge_queue('q', project)
-    post(driver, 'q', project, 'new')        # position 1 again
+    post(driver, 'q', project, 'new')
     got, _ = page(driver, project, A)
     assert bodies(got) == ['new']
+
+
+def test_a_page_read_before_a_deletion_skips_nothing_of_the_queue_again(
+        driver, project, monkeypatch):
+    """A consumer's page listed the queue, which was then deleted,
+    created again and posted to before the page stored the consumer's
+    cursor. Positions started again from 1, so the old cursor (3) was
+    past the new queue's first three messages: the consumer skipped
+    them."""
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', 'b', 'c')
+    _, marker = page(driver, project, A, limit=3)
+    messages = driver.message_controller
+    update, again = messages._consumer_update, []
+
+    def queue_created_again_first(*args):
+        if not again:
+            again.append(True)
+            messages._purge_queue('q', project)
+            post(driver, 'q', project, 'x', 'y', 'z', 'w')
+        return update(*args)
+
+    monkeypatch.setattr(messages, '_consumer_update',
+                        queue_created_again_first)
+    page(driver, project, A, marker=marker)
+    monkeypatch.undo()
+    got, _ = page(driver, project, A)
+    assert bodies(got) == ['x', 'y', 'z', 'w']
 
 
 MANY_CONSUMERS = 1000

@@ -44,6 +44,21 @@ def test_every_key_of_a_queue_shares_one_intact_hash_tag(driver, raw,
     assert not any(k in ids for k in (x.decode() for x in raw.keys()))
 
 
+def test_a_deleted_queue_keeps_its_position_counter_a_day(driver, raw,
+                                                           project):
+    """Kept so that positions read before a deletion stay below those of
+    the queue created again; kept for good once that queue is posted to,
+    gone after a day otherwise (queues deleted for good leave no key)."""
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+    driver.message_controller._purge_queue('q', project)
+    seq = keys.queue_prefix('q', project) + ':seq'
+    assert raw.get(seq) == b'2'
+    assert 0 < raw.pttl(seq) <= 86400 * 1000
+    post(driver, 'q', project, 'c')
+    assert (raw.get(seq), raw.pttl(seq)) == (b'3', -1)
+
+
 def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
     driver.queue_controller.create(
         'q', metadata={'_default_message_delay': 600}, project=project)

@@ -45,7 +45,11 @@ key                type    holds
                            together sort by position
 ``Q:claimed``      zset    ids under a claim, scored by claim expiry (ms)
 ``Q:expiry``       zset    every live id, scored by ``expires`` (ms)
-``Q:seq``          string  last position handed out
+``Q:seq``          string  last position handed out; kept a day when
+                           the queue is deleted (and for good by the
+                           first post to the queue created again), so
+                           positions read before a deletion stay below
+                           those of the queue created again
 ``Q:claims``       zset    claim ids, scored by claim expiry (ms)
 ``Q:outbox``       zset    ids on their way to another queue (dead letters,
                            moved groups), scored by position

@@ -68,6 +68,9 @@ if carry then
   send_all('ZADD', CARRIED, carried)
 end
 if #stored == 0 then return {NOW, was_empty} end
+-- A deleted queue keeps its position counter a while (purge.lua): the
+-- queue of that name created again goes on from it, and keeps it.
+if was_empty == 1 then redis.call('PERSIST', SEQ) end
 local pos = redis.call('INCRBY', SEQ, #stored) - #stored
 -- The index entries of every message are added with one ZADD per index
 -- (send_all), not one per message: a post of 10 sends 4 ZADDs, not 40.

@@ -5,6 +5,7 @@
 -- for long.
 local batch, token = tonumber(ARGV[3]), ARGV[4] or ''
 local PURGE_SCAN = Q .. ':purgescan'
+local SEQ_KEPT_MS = 86400 * 1000
 local ids = redis.call('ZRANGE', MSGS, 0, batch - 1)
 for _, id in ipairs(ids) do drop(id) end
 local outbox = redis.call('ZRANGE', OUTBOX, 0, batch - 1)
@@ -52,12 +53,19 @@ if #moved > 0 then redis.call('ZREM', MOVED_OUT, unpack(moved)) end
 local n = #ids + #outbox + #claims + #groups + #deleted + #clients
           + #unpinned + #carried + #moved
 if n == 0 then
-  redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, SEQ, CLAIMS,
+  redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, CLAIMS,
              OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, MOVE_BATCHES,
              FREE, REMOVED, FLOOR, READFLOOR, PINS, STICKY_MS)
-  -- Positions start again from 1: a cursor from before would skip the
-  -- messages of the queue created again, so its persistent consumers
-  -- start afresh, a batch per call (Zaqar does not bound subscriptions).
+  -- The position counter stays a day (a post to the queue created again
+  -- keeps it): a call that read positions before the deletion (a
+  -- consumer's page storing its cursor, a cleanup's read-by-all cut)
+  -- and writes after it then names positions below every message of
+  -- the queue created again, not some of them.
+  redis.call('PEXPIRE', SEQ, SEQ_KEPT_MS)
+  -- Positions may start again from 1 once it is gone: a cursor from
+  -- before would skip the messages of the queue created again, so its
+  -- persistent consumers start afresh, a batch per call (Zaqar does not
+  -- bound subscriptions).
   -- ZSCAN returns every consumer there throughout the scan at least once,
   -- whatever registers or leaves meanwhile; each deletion keeps its own
   -- cursor under its token, so a deletion cut short never lends a later
