@@ -220,6 +220,40 @@ def test_live_readers_come_from_indexes_not_from_every_consumer(
     assert returned == [1, 1]
 
 
+def test_a_page_read_before_a_deletion_skips_nothing_of_the_queue_again(
+        driver, make_queue, project, monkeypatch):
+    """A consumer's page listed the queue, which was then deleted,
+    created again and posted to before the page stored the consumer's
+    cursor. Positions started again from 1, so the old cursor (3) was
+    past the new queue's first three messages: the consumer skipped
+    them. Positions now go on across the deletion, the counter kept a
+    day unless the queue is posted to again."""
+    queue = make_queue()
+    consume_id, _ = subscribe(driver, queue, project)
+    post(driver, queue, project, 'a', 'b', 'c')
+    _, marker = page(driver, queue, project, consume_id, limit=3)
+    messages = driver.message_controller
+    update, again, kept = messages._consumer_update, [], []
+
+    def queue_created_again_first(*args):
+        if not again:
+            again.append(True)
+            messages._purge_queue(queue, project)
+            kept.append((counter(driver, queue, project) or {}).get('x'))
+            post(driver, queue, project, 'x', 'y', 'z', 'w')
+        return update(*args)
+
+    monkeypatch.setattr(messages, '_consumer_update',
+                        queue_created_again_first)
+    page(driver, queue, project, consume_id, marker=marker)
+    monkeypatch.undo()
+    got, _ = page(driver, queue, project, consume_id)
+    assert bodies(got) == ['x', 'y', 'z', 'w']
+    # Kept a day by the deletion, for good once posted to again.
+    assert kept[0] is not None
+    assert counter(driver, queue, project)['x'] is None
+
+
 def test_a_queue_deletion_resets_its_consumers_a_batch_per_request(
         driver, make_queue, project, monkeypatch):
     """Zaqar does not bound subscriptions: deleting a queue resets its

@@ -160,14 +160,19 @@ def test_health_reports_reachability(driver):
     assert health['storage_reachable'] is True
 
 
-def test_purge_removes_counter_claims_and_messages(driver, project):
+def test_purge_removes_claims_and_messages_and_keeps_positions_a_day(
+        driver, project):
     driver.queue_controller.create('q', project=project)
     post(driver, 'q', project, 'a', 'b')
     claim(driver, 'q', project, limit=1)
     stages.QueueStage(driver, None).delete('q', project=project)
     where = fields.queue_filter('q', project)
-    for collection in (driver.messages, driver.claims, driver.counters):
+    for collection in (driver.messages, driver.claims):
         assert collection.raw.count_documents(where) == 0
+    # The counter keeps the last position alone, until the TTL monitor
+    # removes it a day later (messages.POSITIONS_KEPT_MS).
+    [counter] = driver.counters.raw.find(where, {'_id': False})
+    assert set(counter) == {'p', 'q', 'n', 'x'} and counter['n'] == 2
 
 
 def test_stats_after_claim_expiry_with_redelivery_delay(driver, clock,

@@ -341,10 +341,11 @@ def test_a_move_meeting_members_another_move_froze_moves_nothing(
 def test_a_move_whose_target_was_created_again_lands_at_its_tail(
         driver, project, grouped, monkeypatch):
     """The move reserved positions in its target; the target was deleted
-    and created again (its positions starting afresh) and got posts
-    before the move landed. The landing collided on the unique position
-    index: the group stayed frozen, in no queue's listing, and gc's
-    finish collided the same way on every pass."""
+    and created again with its positions starting afresh (a deletion
+    keeps the position counter a day only) and got posts before the move
+    landed. The landing collided on the unique position index: the group
+    stayed frozen, in no queue's listing, and gc's finish collided the
+    same way on every pass."""
     driver.queue_controller.create('t', metadata=GROUPED, project=project)
     post(driver, 't', project, msg('t', 0))
     post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('a', 3),
@@ -355,6 +356,7 @@ def test_a_move_whose_target_was_created_again_lands_at_its_tail(
         if not created_again:
             created_again.append(True)
             through_pipeline(driver).delete('t', project=project)
+            driver.counters.raw.delete_one({'p': project, 'q': 't'})
             driver.queue_controller.create('t', metadata=GROUPED,
                                            project=project)
             post(driver, 't', project, msg('n', 1), msg('n', 2), ttl=3600)

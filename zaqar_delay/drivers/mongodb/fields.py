@@ -69,7 +69,9 @@ Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
 ``removed`` of its stats), ``lf`` the highest length cutoff found so far
 (positions below it are beyond ``length`` for good; retention.py),
 ``rv`` the positions reserved and not yet stored, ``{<token>: {s first
-position, c how many, a reserved at (epoch ms)}}`` (reservations.py).
+position, c how many, a reserved at (epoch ms)}}`` (reservations.py),
+``x`` when the TTL monitor removes the counter of a deleted queue (a
+date; null once the queue of its name takes a position again).
 One document per queue, also the registry of queues that ``gc()`` walks.
 
 Collection ``given_up``: ``p``, ``q``, ``k`` a position its writer
@@ -215,6 +217,9 @@ CLAIM_INDEXES = {
 
 COUNTER_INDEXES = {
     'zd_counter_queue': ([(PROJECT, ASC), (QUEUE, ASC)], {'unique': True}),
+    # MongoDB's TTL monitor removes a deleted queue's counter a day after
+    # the deletion, unless the queue of its name is posted to again.
+    'zd_counter_ttl': ([('x', ASC)], {'expireAfterSeconds': 0}),
 }
 
 MOVE_INDEXES = {

@@ -17,6 +17,7 @@ from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import sticky
 from zaqar_delay.drivers.mongodb import carried
+from zaqar_delay.drivers.mongodb import clock
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields as f
@@ -32,6 +33,8 @@ from zaqar_delay.drivers.mongodb import state
 
 # Times a post takes fresh positions after a collision before giving up.
 INSERT_ATTEMPTS = 5
+# How long a deleted queue's position counter is kept (_purge_queue).
+POSITIONS_KEPT_MS = 86400 * 1000
 # Fields a get's pipeline adds to each message: the queue's key in
 # queue_meta, and that document.
 JOINED_KEY = '_zd_meta_key'
@@ -360,12 +363,32 @@ class MessageController(controller.MessageController):
         self._messages.delete_many(where)
         self.driver.claims.delete_many(where)
         self.driver.moves.delete_many(where)
-        self.driver.counters.delete_one(where)
+        self._keep_positions_only(where)
         given_up.forget_queue(self.driver, queue, project)
         pins.forget_queue(self.driver, queue, project)
         # Last: a consumer reading before the messages are gone would
         # move its cursor on again.
         consumer_state.restart(self.driver, queue, project)
+
+    def _keep_positions_only(self, where):
+        """Reset the queue's counter document to its last position, kept
+        a day (``x``): the queue created again goes on from it, so a call
+        that read positions before the deletion and writes after it (a
+        consumer's page storing its cursor, a cleanup's read-by-all cut,
+        a post that reserved its positions) names positions below every
+        message of the queue created again, not some of them."""
+        expires = clock.as_date(self.driver.now() + POSITIONS_KEPT_MS)
+        for _ in range(5):
+            counter = self.driver.counters.find_one(where, {'n': True})
+            if counter is None:
+                return
+            # Conditional on ``n``: a post reserving meanwhile is read again.
+            if self.driver.counters.replace_one(
+                    dict(where, n=counter.get('n')),
+                    dict(where, n=counter.get('n'), x=expires)
+            ).matched_count:
+                return
+        self.driver.counters.delete_one(where)
 
     def _stats(self, queue, project, retention):
         now = self.driver.now()

@@ -65,7 +65,9 @@ def reserve(driver, queue, project, count, now, token=None):
     last = {'$add': [{'$ifNull': ['$n', 0]}, count]}
     entry = {START: {'$subtract': ['$n', count - 1]},
              COUNT: {'$literal': count}, AT: {'$literal': now}}
-    update = [{'$set': {'n': last}},
+    # ``x`` null: a counter a queue's deletion kept (its positions go on
+    # in the queue created again) is kept for good once used again.
+    update = [{'$set': {'n': last, 'x': {'$literal': None}}},
               {'$set': {f.RESERVATIONS + '.' + token: entry}}]
     for attempt in (1, 2):
         try:
