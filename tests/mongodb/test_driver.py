@@ -18,6 +18,7 @@ from zaqar_delay.drivers.mongodb import clock as store_clock
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import driver as mongodb_driver
 from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import messages as mongo_messages
 
 
 @pytest.mark.parametrize('uri, expected', [
@@ -198,3 +199,25 @@ def test_the_health_report_counts_messages_as_zaqars_mongodb_driver(
     claim(driver, queue, project, limit=1)
     assert driver._health()['message_volume'] == {
         'free': 2, 'claimed': 1, 'total': 3}
+
+
+def test_a_queue_deletion_deletes_a_batch_of_messages_per_request(
+        driver, project, monkeypatch):
+    """It deleted every message of the queue in one request, however
+    many there were."""
+    monkeypatch.setattr(mongo_messages, 'PURGE_BATCH', 7)
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, *range(30))
+    claim(driver, 'q', project, limit=5)
+    deleted, delete_many = [], driver.messages.delete_many
+
+    def counted(where, *args, **kwargs):
+        result = delete_many(where, *args, **kwargs)
+        deleted.append(result.deleted_count)
+        return result
+
+    monkeypatch.setattr(driver.messages, 'delete_many', counted)
+    stages.QueueStage(driver, None).delete('q', project=project)
+    assert sum(deleted) == 30 and max(deleted) <= 7, deleted
+    assert driver.messages.raw.count_documents(
+        fields.queue_filter('q', project)) == 0

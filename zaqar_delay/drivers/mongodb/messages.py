@@ -35,6 +35,8 @@ from zaqar_delay.drivers.mongodb import state
 INSERT_ATTEMPTS = 5
 # How long a deleted queue's position counter is kept (_purge_queue).
 POSITIONS_KEPT_MS = 86400 * 1000
+# Messages a queue deletion deletes per request.
+PURGE_BATCH = 1000
 # Fields a get's pipeline adds to each message: the queue's key in
 # queue_meta, and that document.
 JOINED_KEY = '_zd_meta_key'
@@ -360,7 +362,7 @@ class MessageController(controller.MessageController):
 
     def _purge_queue(self, queue, project):
         where = f.queue_filter(queue, project)
-        self._messages.delete_many(where)
+        self._delete_messages(where)
         self.driver.claims.delete_many(where)
         self.driver.moves.delete_many(where)
         self._keep_positions_only(where)
@@ -369,6 +371,20 @@ class MessageController(controller.MessageController):
         # Last: a consumer reading before the messages are gone would
         # move its cursor on again.
         consumer_state.restart(self.driver, queue, project)
+
+    def _delete_messages(self, where):
+        """Delete the queue's messages PURGE_BATCH at a time, from the
+        front of the position index: no one request's work grows with
+        the queue."""
+        while True:
+            edge = self._messages.find(
+                where, {f.POSITION: True, '_id': False}, [(f.POSITION, 1)],
+                1, 'zd_position', skip=PURGE_BATCH - 1)
+            if not edge:
+                self._messages.delete_many(where)
+                return
+            self._messages.delete_many(dict(where, **{
+                f.POSITION: {'$lte': edge[0][f.POSITION]}}))
 
     def _keep_positions_only(self, where):
         """Reset the queue's counter document to its last position, kept
