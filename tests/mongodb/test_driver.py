@@ -170,10 +170,12 @@ def test_purge_removes_claims_and_messages_and_keeps_positions_a_day(
     where = fields.queue_filter('q', project)
     for collection in (driver.messages, driver.claims):
         assert collection.raw.count_documents(where) == 0
-    # The counter keeps the last position alone, until the TTL monitor
-    # removes it a day later (messages.POSITIONS_KEPT_MS).
+    # The counter keeps the last position and the reservations of
+    # writers at work (none here), until the TTL monitor removes it a
+    # day later (messages.POSITIONS_KEPT_MS).
     [counter] = driver.counters.raw.find(where, {'_id': False})
-    assert set(counter) == {'p', 'q', 'n', 'x'} and counter['n'] == 2
+    assert set(counter) == {'p', 'q', 'n', 'rv', 'x'}
+    assert (counter['n'], counter['rv']) == (2, {})
 
 
 def test_stats_after_claim_expiry_with_redelivery_delay(driver, clock,

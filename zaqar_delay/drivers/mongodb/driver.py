@@ -174,22 +174,41 @@ class DataDriver(base.DataDriver):
             ('queue {!r} of project {!r}'.format(counter['q'], counter['p']),
              functools.partial(self._gc_queue, counter))
             for counter in self.counters.find(
-                {}, {'p': True, 'q': True, fields.GROUP_CURSOR: True}))
+                {}, {'p': True, 'q': True, 'x': True,
+                     fields.GROUP_CURSOR: True}))
         LOG.debug('gc pass: %s', result)
         return result
 
     def queues(self):
+        # A counter with ``x`` is a deleted queue's, kept for its
+        # positions (MessageController._keep_positions_only).
         return [(counter['p'], counter['q']) for counter in
-                self.counters.find({}, {'p': True, 'q': True})]
+                self.counters.find({'x': None}, {'p': True, 'q': True})]
 
     def _gc_queue(self, counter):
         """One queue's gc; returns the expired messages it dropped (what
         retention removed, clean_queue adds to the pass itself)."""
         queue, project = counter['q'], counter['p']
+        if counter.get('x') is not None and not self._in_use(queue, project):
+            return 0        # a deleted queue's counter, kept a day
         dropped = self.message_controller.gc(
             queue, project, GC_BATCH, counter.get(fields.GROUP_CURSOR))
         self.clean_queue(queue, project)
         return dropped
+
+    def _in_use(self, queue, project):
+        """Whether a deleted queue's kept counter is its name's queue's
+        again: it holds messages (one a writer from before the deletion
+        stored, or a move landed, takes no new position). Then the
+        counter is kept for good (its ``x`` cleared): the TTL monitor
+        must not remove the counter, gc's registry entry, of a queue with
+        messages, nor let its positions start again under them."""
+        where = fields.queue_filter(queue, project)
+        if not self.messages.find(where, {'_id': True}, None, 1,
+                                  'zd_position'):
+            return False
+        self.counters.update_one(where, {'$set': {'x': None}})
+        return True
 
 
 # The layout version this driver writes and reads. Every store written

@@ -71,7 +71,8 @@ Collection ``counters``: ``p``, ``q``, ``n`` last position handed out,
 ``rv`` the positions reserved and not yet stored, ``{<token>: {s first
 position, c how many, a reserved at (epoch ms)}}`` (reservations.py),
 ``x`` when the TTL monitor removes the counter of a deleted queue (a
-date; null once the queue of its name takes a position again).
+date; null once the queue of its name takes a position again, or gc
+finds messages in it).
 One document per queue, also the registry of queues that ``gc()`` walks.
 
 Collection ``given_up``: ``p``, ``q``, ``k`` a position its writer

@@ -247,12 +247,11 @@ def _land_at_tail(driver, target, project, where, change, now):
     was still frozen."""
     position, token = reservations.reserve(driver, target, project, 1, now)
     change['$set'][f.POSITION] = position
-    matched = 0
-    try:
-        matched = driver.messages.update_one(where, change).matched_count
-    finally:
-        reservations.release(driver, target, project, token,
-                             unused=() if matched else [position])
+    # No answer (a lost reply raises): the reservation goes stale, as a
+    # post's does, for the update may still apply.
+    matched = driver.messages.update_one(where, change).matched_count
+    reservations.release(driver, target, project, token,
+                         unused=() if matched else [position])
     return matched
 
 

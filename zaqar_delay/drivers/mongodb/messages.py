@@ -387,24 +387,19 @@ class MessageController(controller.MessageController):
                 f.POSITION: {'$lte': edge[0][f.POSITION]}}))
 
     def _keep_positions_only(self, where):
-        """Reset the queue's counter document to its last position, kept
-        a day (``x``): the queue created again goes on from it, so a call
-        that read positions before the deletion and writes after it (a
-        consumer's page storing its cursor, a cleanup's read-by-all cut,
-        a post that reserved its positions) names positions below every
-        message of the queue created again, not some of them."""
+        """Reset the queue's counter document to its last position and
+        the reservations of writers still at work, kept a day (``x``):
+        the queue created again goes on from it, so a call that read
+        positions before the deletion and writes after it (a consumer's
+        page storing its cursor, a cleanup's read-by-all cut, a post that
+        reserved its positions) names positions below every message of
+        the queue created again, not some of them; gc clears ``x`` once
+        the queue holds messages again (DataDriver._gc_queue)."""
         expires = clock.as_date(self.driver.now() + POSITIONS_KEPT_MS)
-        for _ in range(5):
-            counter = self.driver.counters.find_one(where, {'n': True})
-            if counter is None:
-                return
-            # Conditional on ``n``: a post reserving meanwhile is read again.
-            if self.driver.counters.replace_one(
-                    dict(where, n=counter.get('n')),
-                    dict(where, n=counter.get('n'), x=expires)
-            ).matched_count:
-                return
-        self.driver.counters.delete_one(where)
+        self.driver.counters.update_one(where, {
+            '$set': {'x': expires},
+            '$unset': {f.GROUP_CURSOR: '', f.REMOVED: '',
+                       f.LENGTH_FLOOR: '', f.READ_FLOOR: ''}})
 
     def _stats(self, queue, project, retention):
         now = self.driver.now()
