@@ -59,6 +59,21 @@ def test_a_deleted_queue_keeps_its_position_counter_a_day(driver, raw,
     assert (raw.get(seq), raw.pttl(seq)) == (b'3', -1)
 
 
+def test_gc_keeps_the_position_counter_of_a_queue_with_messages(
+        driver, raw, project):
+    """A node of an earlier release posting first to a queue deleted and
+    created again does not keep the counter for good (its post.lua
+    knows nothing of the deletion's expiry): later posts find the queue
+    not empty, and positions would start again under its messages once
+    the day is over. gc keeps the counter of a queue with messages."""
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a')
+    seq = keys.queue_prefix('q', project) + ':seq'
+    raw.pexpire(seq, 86400 * 1000)      # as such a first post leaves it
+    driver.gc()
+    assert raw.pttl(seq) == -1
+
+
 def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
     driver.queue_controller.create(
         'q', metadata={'_default_message_delay': 600}, project=project)

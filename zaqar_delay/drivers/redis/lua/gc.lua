@@ -11,6 +11,11 @@
 -- Returns {dropped count, {abandoned outbox ids...}, {abandoned moves'
 -- group ids...}, 1 if a step hit its bound else 0}.
 local batch, age = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- A deleted queue's position counter is kept a day (purge.lua); the
+-- first post to the queue created again keeps it for good, unless that
+-- post came from a node of an earlier release: a queue with messages
+-- keeps it for good here too.
+if redis.call('EXISTS', MSGS) == 1 then redis.call('PERSIST', SEQ) end
 local more = refresh(batch)
 local dropped = purge_expired(batch)
 forget_buried(ARGV[5], batch)
