@@ -32,9 +32,10 @@ def fail_once(monkeypatch, owner, attr, when=lambda *a, **k: True):
     return fired
 
 
-def a_consumer_that_read_a_page(driver, queue, project):
+def a_consumer_that_read_a_page(driver, queue, project, acknowledged=False):
     """A persistent consumer subscribed to ``queue``, which read a page of
-    two messages: (its id, its subscription's id, the page's marker)."""
+    two messages (and, ``acknowledged``, the next, which acknowledges
+    it): (its id, its subscription's id, the first page's marker)."""
     consume_id = uuid.uuid4()
     sid = driver.subscription_controller.create(
         queue, consumers.PREFIX + str(consume_id), 3600, {},
@@ -43,7 +44,12 @@ def a_consumer_that_read_a_page(driver, queue, project):
     pages = driver.message_controller.list(queue, project=project,
                                            client_uuid=consume_id)
     assert len(list(next(pages))) == 2
-    return consume_id, sid, next(pages)
+    marker = next(pages)
+    if acknowledged:
+        list(next(driver.message_controller.list(
+            queue, project=project, client_uuid=consume_id, marker=marker)))
+        assert state_of(driver, queue, project, consume_id)[0] is not None
+    return consume_id, sid, marker
 
 
 def state_of(driver, queue, project, consume_id):
@@ -127,11 +133,8 @@ def test_a_consumer_unsubscribe_retried_after_a_503_forgets_it(
     the same consumer again resumed its old cursor."""
     queue = make_queue()
     subs = driver.subscription_controller
-    consume_id, sid, marker = a_consumer_that_read_a_page(driver, queue,
-                                                          project)
-    list(next(driver.message_controller.list(
-        queue, project=project, client_uuid=consume_id, marker=marker)))
-    assert state_of(driver, queue, project, consume_id)[0] is not None
+    consume_id, sid, _ = a_consumer_that_read_a_page(
+        driver, queue, project, acknowledged=True)
     store = driver.message_controller._consumers_store
     fail_once(monkeypatch, store, 'forget')
     with pytest.raises(errors.BackendUnavailable):
@@ -151,10 +154,8 @@ def test_a_consumer_moved_by_an_update_retried_after_a_503_is_forgotten(
     again resumed its old cursor."""
     queue = make_queue()
     subs = driver.subscription_controller
-    consume_id, sid, marker = a_consumer_that_read_a_page(driver, queue,
-                                                          project)
-    list(next(driver.message_controller.list(
-        queue, project=project, client_uuid=consume_id, marker=marker)))
+    consume_id, sid, _ = a_consumer_that_read_a_page(
+        driver, queue, project, acknowledged=True)
     store = driver.message_controller._consumers_store
     fail_once(monkeypatch, store, 'forget')
     moved_to = consumers.PREFIX + str(uuid.uuid4())
