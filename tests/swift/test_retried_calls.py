@@ -126,43 +126,31 @@ def test_a_create_retried_after_its_store_failed_is_made(
                                     project)['id'] == again
 
 
-def test_a_consumer_unsubscribe_retried_after_a_503_forgets_it(
-        driver, make_queue, project, monkeypatch):
-    """The subscription was deleted, then forgetting the consumer failed;
-    the retry found no subscription and forgot nothing, so subscribing
-    the same consumer again resumed its old cursor."""
+@pytest.mark.parametrize('leaving', ['unsubscribe', 'move'])
+def test_a_consumer_left_by_a_call_retried_after_a_503_is_forgotten(
+        driver, make_queue, project, monkeypatch, leaving):
+    """The subscription was deleted (or moved to another subscriber),
+    then forgetting the consumer failed; the retry found no subscription
+    of that consumer any more and forgot nothing, so the consumer
+    subscribed again resumed its old cursor."""
     queue = make_queue()
     subs = driver.subscription_controller
     consume_id, sid, _ = a_consumer_that_read_a_page(
         driver, queue, project, acknowledged=True)
-    store = driver.message_controller._consumers_store
-    fail_once(monkeypatch, store, 'forget')
-    with pytest.raises(errors.BackendUnavailable):
-        subs.delete(queue, sid, project=project)
-    monkeypatch.undo()
-    subs.delete(queue, sid, project=project)
-    subs.create(queue, consumers.PREFIX + str(consume_id), 3600, {},
-                project=project)
-    assert state_of(driver, queue, project, consume_id) == (None, None, 0)
-
-
-def test_a_consumer_moved_by_an_update_retried_after_a_503_is_forgotten(
-        driver, make_queue, project, monkeypatch):
-    """The update stored the subscription under its new subscriber, then
-    forgetting the old consumer failed; the retry found the subscription
-    moved already and forgot nothing, so the old consumer subscribed
-    again resumed its old cursor."""
-    queue = make_queue()
-    subs = driver.subscription_controller
-    consume_id, sid, _ = a_consumer_that_read_a_page(
-        driver, queue, project, acknowledged=True)
-    store = driver.message_controller._consumers_store
-    fail_once(monkeypatch, store, 'forget')
     moved_to = consumers.PREFIX + str(uuid.uuid4())
+
+    def leave():
+        if leaving == 'unsubscribe':
+            subs.delete(queue, sid, project=project)
+        else:
+            subs.update(queue, sid, project=project, subscriber=moved_to)
+
+    fail_once(monkeypatch, driver.message_controller._consumers_store,
+              'forget')
     with pytest.raises(errors.BackendUnavailable):
-        subs.update(queue, sid, project=project, subscriber=moved_to)
+        leave()
     monkeypatch.undo()
-    subs.update(queue, sid, project=project, subscriber=moved_to)
+    leave()
     subs.create(queue, consumers.PREFIX + str(consume_id), 3600, {},
                 project=project)
     assert state_of(driver, queue, project, consume_id) == (None, None, 0)
