@@ -271,11 +271,13 @@ def _filed_elsewhere(qs, message):
     consumer deleted it since. A marker written after it is another
     call's filing of this very copy (gc, taking over from a stalled
     mover, found it stored and filed it): kept. Both times are Swift's
-    (X-Timestamp), so API node clocks do not matter."""
-    marker, ours = qs.store.parallel(
-        lambda name: qs.store.head(qs.c, name),
-        [names.received_obj(message.id), names.message_obj(message.id)])
-    return (marker is not None and ours is not None
+    (X-Timestamp), so API node clocks do not matter. The copy is read
+    only when a marker exists (seldom): one HEAD per copy otherwise."""
+    marker = qs.store.head(qs.c, names.received_obj(message.id))
+    if marker is None:
+        return False
+    ours = qs.store.head(qs.c, names.message_obj(message.id))
+    return (ours is not None
             and float(marker['x-timestamp']) < float(ours['x-timestamp']))
 
 
