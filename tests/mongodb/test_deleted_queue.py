@@ -5,6 +5,8 @@ store's queues meanwhile, and is kept for good once the queue holds
 messages again, whoever stored them."""
 
 from tests.contract.helpers import bodies, listed, post
+from tests.contract.test_sticky import ALICE, BOB, STICKY, STICKY_S
+from tests.contract.test_sticky import claim_as
 from tests.contract.test_queue_stage import through_pipeline
 from tests.mongodb.test_consumers import page, subscribe
 from tests.mongodb.test_groups import GROUPED, msg, names
@@ -12,6 +14,7 @@ from zaqar_delay import stages
 from zaqar_delay.drivers.mongodb import clock as store_clock
 from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import group_moves
+from zaqar_delay.drivers.mongodb import pins
 
 
 def counter(driver, queue, project):
@@ -101,3 +104,31 @@ def test_a_deleted_queue_is_not_one_of_the_stores_queues(driver, project,
     clock.advance(86400 + 60)
     ttl_monitor(driver)
     assert counter(driver, 'q', project) is None
+
+
+def test_a_sticky_claim_racing_the_deletion_leaves_no_pin(
+        driver, project, clock, monkeypatch):
+    """Alice's claim had its message when the queue was deleted (its
+    pins and clients with it) and created again, then wrote its pin: a
+    pin with no client document, which no idle sweep frees, so the
+    group stayed Alice's in the queue created again and Bob never got
+    its messages."""
+    queues = through_pipeline(driver)
+    queues.create('q', metadata=STICKY, project=project)
+    post(driver, 'q', project, msg('a', 1))
+    pin, deleted = pins.pin, []
+
+    def deleted_and_created_again_first(*args, **kwargs):
+        if not deleted:
+            deleted.append(True)
+            queues.delete('q', project=project)
+            queues.create('q', metadata=STICKY, project=project)
+        return pin(*args, **kwargs)
+
+    monkeypatch.setattr(pins, 'pin', deleted_and_created_again_first)
+    claim_as(ALICE, driver, 'q', project)
+    monkeypatch.undo()
+    clock.advance(2 * STICKY_S)
+    post(driver, 'q', project, msg('a', 2))
+    assert names(claim_as(BOB, driver, 'q', project)[1]) == ['a2']
+    assert pins.count(driver, 'q', project) == 1

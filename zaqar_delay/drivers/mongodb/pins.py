@@ -68,11 +68,27 @@ def pin(driver, queue, project, client, claim_id, docs, now):
             driver.pins.update_one(where, update, upsert=True)
         except mongo_errors.DuplicateKeyError:
             driver.pins.update_one(where, update)
-    if grouped:
-        driver.messages.update_many(
-            {'_id': {'$in': [doc['_id'] for doc in grouped]},
-             f.CLAIM: claim_id, f.STATE: f.CLAIMED},
-            {'$set': {f.PIN: client}})
+    if not grouped:
+        return
+    held = {'_id': {'$in': [doc['_id'] for doc in grouped]},
+            f.CLAIM: claim_id, f.STATE: f.CLAIMED}
+    marked = driver.messages.update_many(held, {'$set': {f.PIN: client}})
+    if marked.matched_count < len(grouped):
+        _drop_pins_of_lost(driver, queue, project, client, grouped, held,
+                           now)
+
+
+def _drop_pins_of_lost(driver, queue, project, client, grouped, held, now):
+    """Messages the claim no longer holds (the queue was deleted since
+    it took them, and its pins with it; or they were purged or moved)
+    keep no pin it wrote: written after the deletion, a pin would have
+    no client document, which no idle sweep frees, and the group would
+    stay this client's in the queue created again. A pin rewritten
+    since by another claim (``cl`` or ``t`` differ) stays."""
+    still = {doc['_id'] for doc in driver.messages.find(held, {'_id': True})}
+    lost = [doc[f.GROUP] for doc in grouped if doc['_id'] not in still]
+    driver.pins.delete_many(f.queue_filter(queue, project, **{
+        f.GROUP: {'$in': lost}, f.PIN_CLIENT: client, f.PINNED_AT: now}))
 
 
 def head_pin(driver, queue, project, group):
