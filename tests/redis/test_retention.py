@@ -361,3 +361,38 @@ def test_a_cleanup_batch_bounds_what_it_looks_at(driver, project, clock,
     monkeypatch.setattr(driver.message_controller, '_run', counted)
     driver.message_controller.clean('q', project, 100)
     assert len(calls) == 1, calls
+
+
+def test_a_claim_of_one_hands_out_a_kept_message_behind_ended_claims(
+        driver, project, clock):
+    """Every ended claim not settled yet counts as newer than each free
+    message (hide_below), so as many of them as `length` hide the whole
+    queue; a claim of 1 settled only 2 of the 20 first and answered empty
+    while retention kept 10 claimable messages."""
+    driver.queue_controller.create(
+        'q', metadata={'_retention': {'length': 10}}, project=project)
+    for _ in range(2):      # 20 claimed: the 10 kept, twice
+        post_many(driver, project, 10, ttl=3600)
+        assert len(claim(driver, 'q', project, limit=10, ttl=60,
+                         grace=60)[1]) == 10
+    clock.advance(61)          # every claim ended, none settled yet
+    _, got = claim(driver, 'q', project, limit=1)
+    assert len(got) == 1
+
+
+def test_zaqars_purge_pops_past_ended_claims_under_length_retention(
+        driver, project, clock):
+    """The same through Zaqar's queue purge (pops of 100 until one is
+    empty): with more ended claims unsettled than a pop settles, its
+    first pop was empty and the purge stopped, leaving every message."""
+    from tests.contract.helpers import zaqar_purge
+    driver.queue_controller.create(
+        'q', metadata={'_retention': {'length': 10}}, project=project)
+    for _ in range(30):     # 300 claimed: the 10 kept, 30 times
+        post_many(driver, project, 10, ttl=3600)
+        assert len(claim(driver, 'q', project, limit=10, ttl=60,
+                         grace=60)[1]) == 10
+    clock.advance(61)
+    zaqar_purge(driver, 'q', project)
+    assert listed(driver, 'q', project) == []
+

@@ -15,7 +15,7 @@ import pytest
 import redis as redis_py
 from zaqar.storage import errors as storage_errors
 
-from tests.contract.helpers import claim, listed, post
+from tests.contract.helpers import claim, listed, post, stats
 from localstack import backends
 from localstack.factories import redis as factories_redis
 from zaqar_delay import consumers
@@ -252,6 +252,68 @@ def test_deleted_ids_are_forgotten_after_their_memory(driver, raw, project,
     clock.advance(2)
     driver.gc()
     assert raw.zcard(deleted) == 0
+
+
+def assert_forgotten_after_their_memory(driver, raw, clock, project, kind,
+                                        remembered):
+    """``remembered`` ids in queue q's set ``kind``, and none after one
+    gc once their memory passed."""
+    ids = qkey('q', project, kind)
+    assert raw.zcard(ids) == remembered
+    clock.advance(driver.store_conf.deleted_id_memory + 1)
+    driver.gc()
+    assert raw.zcard(ids) == 0
+
+
+def test_ids_buried_by_stats_trims_are_forgotten_after_their_memory(
+        driver, raw, project, clock):
+    """A stats call removes up to 100 messages retention no longer keeps,
+    remembering each id, and forgets none; gc forgot 50 per queue visit
+    and did not go on for them, so a tenant calling stats remembered ids
+    long past their memory, without bound."""
+    driver.queue_controller.create(
+        'q', metadata={'_retention': {'length': 1}}, project=project)
+    post_many(driver, 'q', project, 1000, ttl=3600)
+    for _ in range(10):
+        stats(driver, 'q', project)
+    assert_forgotten_after_their_memory(driver, raw, clock, project,
+                                        'deleted', 999)
+
+
+def test_ids_buried_by_a_group_purge_are_forgotten_after_their_memory(
+        driver, raw, project, clock):
+    """A group's purge remembers up to 100 ids per step and forgets
+    none (gc does)."""
+    driver.queue_controller.create(
+        'q', metadata={'_message_group_key': 'g'}, project=project)
+    for start in range(0, 500, 100):
+        post(driver, 'q', project,
+             *[{'g': 'big', 'n': n} for n in range(start, start + 100)])
+    assert driver.message_controller.purge_group(
+        'q', 'big', project=project) == 500
+    assert_forgotten_after_their_memory(driver, raw, clock, project,
+                                        'deleted', 500)
+
+
+def test_ids_dead_lettered_are_forgotten_after_their_memory(
+        driver, raw, project, clock):
+    """A claim remembers each message it dead-letters (Q:movedout), up
+    to 2 * limit + 100 of them, and forgets about twice what it handed
+    out (gc forgets the rest)."""
+    driver.queue_controller.create(
+        'q', metadata={'_max_claim_count': 1, '_dead_letter_queue': 'dlq'},
+        project=project)
+    driver.queue_controller.create('dlq', project=project)
+    post_many(driver, 'q', project, 500, ttl=3600)
+    # Claim each once, then let the claims lapse.
+    while claim(driver, 'q', project, limit=10, ttl=60)[1]:
+        pass
+    clock.advance(61)
+    while claim(driver, 'q', project, limit=1, ttl=60)[1] or \
+            raw.zcard(qkey('q', project, 'msgs')):
+        pass
+    assert_forgotten_after_their_memory(driver, raw, clock, project,
+                                        'movedout', 500)
 
 
 def test_a_claim_result_is_kept_only_for_the_retry_span(driver, raw,
@@ -624,3 +686,15 @@ def test_a_dead_letter_moved_back_is_taken_again(driver, project):
     assert driver.message_controller.move_group('t', 'a', 'q',
                                                 project=project) == 1
     assert [m['body'] for m in listed(driver, 'q', project)] == [{'g': 'a'}]
+
+
+def post_many(driver, queue, project, count, **extra):
+    ids = []
+    for start in range(0, count, 100):
+        ids += post(driver, queue, project,
+                    *range(start, min(count, start + 100)), **extra)
+    return ids
+
+
+def qkey(queue, project, suffix):
+    return keys.queue_prefix(queue, project) + ':' + suffix

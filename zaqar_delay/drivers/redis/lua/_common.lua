@@ -319,12 +319,15 @@ local function forget_until(key, last, batch)
   return #old
 end
 
--- Forget at most `batch` ids deleted more than `memory_ms` ago: bounded
--- work per call, and every deleting script calls it, so the set keeps pace.
+-- Forget at most `batch` ids deleted (or moved out) more than `memory_ms`
+-- ago: bounded work per call. Deleting scripts call it with about what
+-- they buried; gc repeats it until both sets are caught up (gc.lua), as
+-- some burials (a stats call's removals, a group's purge) forget none.
+-- Returns the larger of the two counts forgotten.
 local function forget_buried(memory_ms, batch)
   local before = NOW - tonumber(memory_ms)
-  forget_until(MOVED_OUT, before, batch)
-  return forget_until(DELETED, before, batch)
+  return math.max(forget_until(MOVED_OUT, before, batch),
+                  forget_until(DELETED, before, batch))
 end
 
 -- Forget at most `batch` carried ids whose messages expired, with a margin

@@ -56,8 +56,13 @@ if kept then
   return kept
 end
 
-refresh(2 * limit)
 use_retention(ARGV[14], ARGV[15], ARGV[16])
+-- Under `length`, every ended claim not settled yet counts as newer than
+-- each free message (hide_below): a batch of them is settled first, as
+-- reads do, and a backlog left over makes an empty answer "more", never
+-- an empty queue (Zaqar's purge pops on).
+local unsettled = refresh(RET_LENGTH > 0 and math.max(2 * limit, BATCH)
+                          or 2 * limit) and RET_LENGTH > 0
 if redis.call('EXISTS', GROUPS) == 1 then trim(limit) end
 local from = visible_from()
 -- (Both absent: a caller that predates sticky groups.)
@@ -177,7 +182,8 @@ if count < limit and from and redis.call('EXISTS', GROUPS) == 1 then
 end
 -- Stopped at a bound of its work with more to look at: an empty answer
 -- is then not an empty queue (Zaqar's purge pops on; claims.take).
-local more = count < limit and (left == 0 or hidden >= BATCH or unswept)
+local more = count < limit
+  and (left == 0 or hidden >= BATCH or unswept or unsettled)
 send_all('ZADD', EXPIRY, by_expiry)
 send_all('ZADD', CLAIMED, by_claim_expiry)
 send_all('ZADD', cmkey(cid), by_position)

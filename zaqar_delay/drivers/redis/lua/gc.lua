@@ -4,8 +4,9 @@
 -- ARGV[4] age (ms) after which an outbox entry or a group move that made
 -- no progress is considered abandoned; the first ARGV[3] outbox entries
 -- (by position) and moves are looked at per call.
--- ARGV[5] deleted-id memory (ms): up to ARGV[3] older deleted ids are
---         forgotten, and as many carried ids whose messages expired.
+-- ARGV[5] deleted-id memory (ms): up to ARGV[3] older deleted (and moved
+--         out) ids are forgotten, and as many carried ids whose messages
+--         expired.
 -- It also frees up to BATCH groups of a sticky client gone idle, so that
 -- pins do not outlive their client on a queue nobody claims on again.
 -- Returns {dropped count, {abandoned outbox ids...}, {abandoned moves'
@@ -18,8 +19,12 @@ local batch, age = tonumber(ARGV[3]), tonumber(ARGV[4])
 if redis.call('EXISTS', MSGS) == 1 then redis.call('PERSIST', SEQ) end
 local more = refresh(batch)
 local dropped = purge_expired(batch)
-forget_buried(ARGV[5], batch)
-local forgot = forget_carried(batch)
+-- Scripts that bury ids (a stats call's or a claim's removals, a
+-- group's purge, dead letters) forget no more than they bury, some none:
+-- gc's step repeats until every set is caught up, so none grows past the
+-- memory however fast a tenant fills it.
+local forgot = math.max(forget_buried(ARGV[5], batch),
+                        forget_carried(batch))
 sweep_idle(BATCH, redis.call('EXISTS', STICKY_MS) == 1)
 local abandoned = {}
 for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, batch - 1)) do
