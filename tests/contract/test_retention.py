@@ -674,3 +674,26 @@ def test_a_retention_the_operator_has_since_tightened_past_is_refused(
     assert bodies(listed(driver, 'q', project)) == ['kept']
     assert driver.message_controller.stats('q', project)['retention'][
         'time'] == 30
+
+
+@pytest.mark.parametrize('through', ['claim', 'zaqar purge'])
+def test_ended_claims_not_settled_yet_hide_no_kept_message(
+        driver, make_queue, project, clock, through):
+    """Claims that ended and were not settled yet count as newer than
+    each free message under `length`: as many as the length hid the
+    whole queue on Redis, so a claim of one answered empty and Zaqar's
+    purge stopped at its first pop."""
+    from tests.contract.helpers import zaqar_purge
+    queue = make_queue({'_retention': {'length': 10}})
+    for round_ in range(3):
+        post(driver, queue, project, *range(10 * round_, 10 * round_ + 10),
+             ttl=3600)
+        assert len(claim(driver, queue, project, limit=10, ttl=60,
+                         grace=60)[1]) == 10
+    clock.advance(61)
+    if through == 'claim':
+        assert len(claim(driver, queue, project, limit=1)[1]) == 1
+    else:
+        assert sorted(m['body'] for m in zaqar_purge(
+            driver, queue, project)) == list(range(20, 30))
+        assert listed(driver, queue, project) == []
