@@ -368,8 +368,11 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         rules.check_limit(limit, rules.pop_bound(
             self._limits.max_messages_per_claim_or_pop))
         # Zaqar's transport refuses a client's pop above this bound: only
-        # Zaqar's own queue purge asks for more (rules.pop_bound).
-        purge = limit > self._limits.max_messages_per_claim_or_pop
+        # Zaqar's own queue purge asks for more (rules.pop_bound); with the
+        # bound raised to its 100, only its caller tells it from a client's.
+        purge = (limit > self._limits.max_messages_per_claim_or_pop
+                 or (limit == rules.ZAQAR_PURGE_POP
+                     and rules.called_by_zaqars_purge()))
         try:
             policy = self.read_policy(queue, project, purge=purge,
                                       pop=True)

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import re
+import sys
 import typing
 
 import bson
@@ -400,6 +401,35 @@ def pop_bound(max_messages_per_claim_or_pop):
     from clients, whose requests Zaqar's transport has already checked; it
     must not break Zaqar's own callers)."""
     return max(max_messages_per_claim_or_pop, ZAQAR_PURGE_POP)
+
+
+# Where Zaqar's own queue (and topic) purges run: its v2 REST resources'
+# ``on_post`` and its websocket API's ``queue_purge``.
+_ZAQAR_PURGES = {
+    ('zaqar.transport.wsgi.v2_0.purge', 'on_post'),
+    ('zaqar.transport.wsgi.v2_0.topic_purge', 'on_post'),
+    ('zaqar.api.v2.endpoints', 'queue_purge'),
+}
+# Frames between a purge and the controller's pop: Zaqar's decorators,
+# its storage pipeline, profiler wrappers and ours.
+_PURGE_SEARCH_DEPTH = 24
+
+
+def called_by_zaqars_purge():
+    """True when this pop is Zaqar's queue purge. Its pops of
+    ZAQAR_PURGE_POP are told from a client's by their size alone only
+    while Zaqar's transport bound is below it; an operator may raise the
+    bound to 100 or more, and then only the caller tells (Zaqar passes
+    nothing else down)."""
+    frame = sys._getframe(1)
+    for _ in range(_PURGE_SEARCH_DEPTH):
+        frame = frame.f_back
+        if frame is None:
+            return False
+        if (frame.f_globals.get('__name__'),
+                frame.f_code.co_name) in _ZAQAR_PURGES:
+            return True
+    return False
 
 
 def new_subscription_id():

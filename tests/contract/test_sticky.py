@@ -4,7 +4,7 @@ active (claims, renews or deletes within the sticky time)."""
 
 import pytest
 
-from tests.contract.helpers import claim, listed, post, stats
+from tests.contract.helpers import claim, listed, post, stats, zaqar_purge
 from tests.contract.test_consumers import Reader
 from zaqar_delay import errors
 from zaqar_delay import rules
@@ -426,14 +426,32 @@ def test_a_group_with_no_message_left_stays_pinned_in_stats(
     assert names(claim_as(ALICE, driver, queue, project)[1]) == ['a2']
 
 
+def test_one_purge_takes_a_pinned_groups_every_message(sticky_queue, driver,
+                                                      project):
+    """Swift: the purge's first pop took the pinned head and left its
+    pinned filing (the pin went first); the second pop met that stale
+    filing first, and dropped the group's next message, listed after it
+    in the same page, as a member of a group already attempted: the pop
+    came back empty and Zaqar's purge stopped with a message left."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 0), msg('a', 1), msg('a', 2))
+    claim_id, got = claim_as(ALICE, driver, queue, project, limit=1)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    with sticky.acting_as('purger'):
+        purged = zaqar_purge(driver, queue, project)
+    assert sorted(names(purged)) == ['a1', 'a2']
+    assert stats(driver, queue, project)['total'] == 0
+
+
 @pytest.mark.parametrize('bound', [rules.ZAQAR_PURGE_POP, 1000])
 def test_zaqars_purge_within_the_client_bound_is_an_ordinary_pop(
         sticky_queue, driver, project, bound):
-    """With [transport] max_messages_per_claim_or_pop at 100 or more,
-    Zaqar's purge pop of 100 is one a client may make: the drivers
-    cannot tell it from a client's pop, so it pops as the purging
-    client, takes only free groups (pinning them to itself) and leaves
-    the groups pinned to other active clients to them."""
+    """With [transport] max_messages_per_claim_or_pop at 100 or more, a
+    pop of 100 is one a client may make: called other than by Zaqar's
+    purge (here, through the storage API), it pops as its client, takes
+    only free groups (pinning them to itself) and leaves the groups
+    pinned to other active clients to them. Zaqar's purge itself is known
+    by its caller (tests/integration/test_sticky_purge.py)."""
     queue = sticky_queue()
     post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1),
          msg('b', 2), msg('c', 1), msg('c', 2))

@@ -234,15 +234,20 @@ class ClaimController(controller.ClaimController):
     @staticmethod
     def _chunk(fresh, size, taken):
         """Up to ``size`` entries to attempt, at most one per group; the
-        rest of ``fresh`` stays for the next chunk."""
-        chunk, rest = [], []
+        rest of ``fresh`` stays for the next chunk, except entries of
+        groups this claim won already. Those of a group attempted in
+        this chunk stay too: the attempt may fail (a stale filing of a
+        member gone, listed before the head), and then the next one is
+        tried (``_round`` takes the group out of ``taken``)."""
+        chunk, rest, attempted = [], [], set()
         for entry in fresh:
             gk = entry[3]
-            if len(chunk) == size:
+            if len(chunk) == size or gk in attempted:
                 rest.append(entry)
             elif gk is None or gk not in taken:
                 if gk is not None:
                     taken.add(gk)
+                    attempted.add(gk)
                 chunk.append(entry)
         return chunk, rest
 
