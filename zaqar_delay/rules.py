@@ -349,7 +349,12 @@ def carried_message(message_id, body, ttl, delay, age_ms, policy,
     Not checked against this store's post limits: it was accepted once,
     and a move must not drop it."""
     body = _storable_body(message_id, body)
-    body_json = _body_json(body)
+    try:
+        body_json = _body_json(body)
+    except (TypeError, ValueError) as exc:
+        # Zaqar's transport takes NaN and Infinity, which JSON has not.
+        raise errors.InvalidInput('message {} body cannot be stored as '
+                                  'JSON: {}'.format(message_id, exc))
     return NewMessage(id=message_id, ttl=ttl, delay=delay, body=body,
                       body_json=body_json, group=group_or_none(body, policy),
                       checksum=checksum, age_ms=age_ms,

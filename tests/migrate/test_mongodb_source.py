@@ -8,6 +8,7 @@ import uuid
 
 import bson
 import pytest
+from oslo_utils import timeutils
 
 from localstack import backends
 from tests.contract.helpers import listed
@@ -174,3 +175,47 @@ def test_an_old_message_keeps_its_age(zaqar_mongodb, ours, control,
     spent = time.monotonic() - started
     assert 99 <= moved['age'] <= 100 + spent + 1
     assert 200 - spent - 2 <= moved['ttl'] - moved['age'] <= 201
+
+
+def _dead_lettered(zaqar_mongodb, queue, project):
+    """Post one message to ``queue`` with Zaqar's MongoDB driver and let
+    Zaqar's own claim path move it to ``dlq`` (max claim count 1: the
+    second claim, after the first expired, dead-letters it). Its id."""
+    zaqar_mongodb.queue_controller.create(queue, project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    [mid] = zaqar_mongodb.message_controller.post(
+        queue, [{'ttl': 3600, 'body': queue}], CLIENT, project=project)
+    claims = zaqar_mongodb.claim_controller
+    claims.create(queue, {'ttl': 60, 'grace': 0}, project=project, limit=1)
+    timeutils.set_time_override(timeutils.utcnow() +
+                                datetime.timedelta(seconds=120))
+    try:
+        claims.create(queue, {'ttl': 60, 'grace': 0}, project=project,
+                      limit=1)
+    finally:
+        timeutils.clear_time_override()
+    return mid
+
+
+@pytest.mark.parametrize('target_name', ['redis'])
+def test_dead_letters_of_two_queues_with_one_marker_both_move(
+        zaqar_mongodb, ours, control, migrate, project):
+    """Two queues dead-letter into one DLQ with Zaqar's MongoDB driver,
+    which moves a message by rewriting its queue and keeps its marker
+    ``k`` (each queue's counter starts at the same value): the DLQ holds
+    two messages with the same k. Paged by ``k > marker``, the second
+    was skipped: neither moved nor reported ("2 messages in the source",
+    then "1 messages ... 0 differences", status 0)."""
+    source = zaqar_mongodb.message_controller
+    same = ['q1', 'q2']
+    # (The driver's queue controller is the management store's.)
+    control.queue_controller.create('dlq', project=project)
+    dead = {_dead_lettered(zaqar_mongodb, name, project) for name in same}
+    assert {m['id'] for m in source.bulk_get('dlq', list(dead),
+                                             project=project)} == dead
+    _, out = migrate('--project-id', project, '--source-uri', SOURCE_URI,
+                     '--queue', 'dlq', '--batch', '1')
+    moved = {m['id'] for m in listed(ours, 'dlq', project,
+                                     include_claimed=True,
+                                     include_delayed=True)}
+    assert moved == dead, out

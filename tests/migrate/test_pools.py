@@ -110,6 +110,21 @@ def test_a_bad_selection_is_refused_and_moves_nothing(pools, project, argv,
     assert listed(catalog.lookup('qa1', project), 'qa1', project) == []
 
 
+def test_a_bad_swift_source_of_a_later_pool_is_refused_before_any_moves(
+        pools, project):
+    """A swift:// source was checked for its scheme only until its
+    pool's turn came: pa's queues had moved when pb's auth mode was
+    refused."""
+    path, control, catalog, urls = pools
+    filled(control, urls, project)
+    with pytest.raises(SystemExit) as refused:
+        migrate(path, '--project-id', project,
+                '--pool-source', 'pa=' + urls['pa'],
+                '--pool-source', 'pb=swift://u:k@/proj?auth=v9')
+    assert 'auth must be one of' in str(refused.value)
+    assert listed(catalog.lookup('qa1', project), 'qa1', project) == []
+
+
 def test_a_pool_still_on_zaqars_driver_is_refused(pools, project):
     path, control, catalog, urls = pools
     control.pools_controller.create('pc', 100, urls['pa'])

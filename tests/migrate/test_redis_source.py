@@ -380,3 +380,28 @@ def test_a_copy_whose_ttl_a_target_claim_grew_still_verifies(
     code, out = migrate('--project-id', project, '--delete-source')
     assert code == 0, out
     assert '1 verified, 0 differences, 1 deleted from the source' in out
+
+
+def test_a_message_the_target_cannot_store_stays_and_the_move_goes_on(
+        zaqar_redis, ours, control, migrate, project):
+    """Zaqar's transport takes NaN in a body (its JSON parser does) and
+    its Redis store keeps it; our stores keep strict JSON. The refusal
+    escaped the command as a traceback, so no queue after it ever moved,
+    and every run stopped at the same message."""
+    for name in ('a', 'b'):
+        control.queue_controller.create(name, project=project)
+    [refused] = zaqar_post(zaqar_redis, 'a', project, [float('nan')])
+    [kept] = zaqar_post(zaqar_redis, 'a', project, ['fine too'])
+    [fine] = zaqar_post(zaqar_redis, 'b', project, ['fine'])
+    for _ in range(2):
+        code, out = migrate('--project-id', project, '--delete-source')
+        assert code == 1, out
+        assert 'message {}: the target refused it, left in the source: ' \
+            'message {} body cannot be stored as JSON'.format(
+                refused, refused) in out
+        [line] = [line for line in out.splitlines() if '/a: ' in line]
+        assert '1 differences' in line, out
+    assert [m['id'] for m in listed(ours, 'a', project)] == [kept]
+    assert [m['id'] for m in listed(ours, 'b', project)] == [fine]
+    assert [m['id'] for m in zaqar_listed(
+        zaqar_redis, 'a', project, [refused, kept])] == [refused]

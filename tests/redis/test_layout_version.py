@@ -46,10 +46,10 @@ def upgrade(own_redis, tmp_path, monkeypatch):
         str(tmp_path), own_redis.url, 0, 'delay.redis',
         {'uri': own_redis.url.replace('redis://', 'delay.redis://')})
 
-    def run():
+    def run(*extra):
         out = io.StringIO()
-        code = cli.main(['--config-file', config, '--upgrade-layout'],
-                        out=out)
+        code = cli.main(['--config-file', config, '--upgrade-layout',
+                         *extra], out=out)
         return code, out.getvalue()
     return run
 
@@ -135,3 +135,17 @@ def test_the_upgrade_run_again_changes_nothing(make_driver, raw, upgrade):
     assert make_driver().message_controller.stats(
         'q', project)['messages']['free'] == 2
 
+
+
+@pytest.mark.parametrize('move_option', [
+    ['--dry-run'], ['--delete-source'], ['--queue', 'q'],
+    ['--source-uri', 'redis://127.0.0.1:1']])
+def test_the_upgrade_with_a_moves_option_is_refused_and_changes_nothing(
+        make_driver, raw, upgrade, move_option):
+    """--dry-run promises to change nothing, yet with --upgrade-layout
+    the upgrade ran; the move's other options were ignored silently."""
+    make_version_1(make_driver, raw, 3)
+    with pytest.raises(SystemExit, match='--upgrade-layout takes none of '
+                       "the move's options: " + move_option[0]):
+        upgrade(*move_option)
+    assert raw.get(layout.LAYOUT_KEY) is None

@@ -72,6 +72,17 @@ def main(argv=None, out=sys.stdout):
     logging.setup(conf, 'zaqar-delay-migrate')
     if conf.dry_run and conf.delete_source:
         sys.exit('--dry-run and --delete-source exclude each other')
+    if conf.upgrade_layout:
+        moving = [name for name, given in (
+            ('--dry-run', conf.dry_run), ('--delete-source',
+                                          conf.delete_source),
+            ('--source-uri', conf.source_uri), ('--queue', conf.queue),
+            ('--project-id', conf.project_id), ('--pool', conf.pool),
+            ('--pool-source', conf.pool_source)) if given]
+        if moving:
+            # The upgrade works on the whole store, and has no dry run.
+            sys.exit('--upgrade-layout takes none of the move\'s options: '
+                     '{}'.format(', '.join(moving)))
     try:
         store = bootstrap.Bootstrap(conf).storage._storage
         if conf.upgrade_layout:
@@ -167,9 +178,9 @@ def run(conf, source, target, out, selected):
                 project or '', queue))
             continue
         report.say(done.line())
-        for difference in done.differences[:mover.SHOWN_DIFFERENCES]:
+        for difference in done.differences:
             report.say('  ' + difference)
-        failed += bool(done.differences)
+        failed += bool(done.difference_count)
     report.say('{} of {} queues with differences; {:.0f} messages/s'.format(
         failed, len(selected), report.rate()))
     return 1 if failed else 0

@@ -17,6 +17,7 @@ import json
 import math
 import time
 
+from zaqar_delay import errors
 from zaqar_delay import rules
 
 # Differences listed per queue at most (the count says how many in all).
@@ -36,7 +37,18 @@ class QueueReport:
     verified: int = 0        # the same in the target, or consumed there
     consumed: int = 0        # of those verified: consumed there
     deleted: int = 0         # deleted from the source (verified only)
+    difference_count: int = 0
+    # The first SHOWN_DIFFERENCES only: a target that lost a large queue
+    # differs in every message, and the command's memory must not grow
+    # with the queue.
     differences: list = dataclasses.field(default_factory=list)
+    # Ids the target refused (a difference each, reported by the move).
+    refused: set = dataclasses.field(default_factory=set)
+
+    def differ(self, difference):
+        self.difference_count += 1
+        if len(self.differences) < SHOWN_DIFFERENCES:
+            self.differences.append(difference)
 
     def line(self):
         return ('{}/{}: {} messages ({} expired, skipped), {} '
@@ -46,7 +58,7 @@ class QueueReport:
                     self.expired, self.subscriptions, self.verified,
                     ' ({} consumed in the target)'.format(self.consumed)
                     if self.consumed else '',
-                    len(self.differences), self.deleted)
+                    self.difference_count, self.deleted)
 
 
 def now_ms():
@@ -99,8 +111,13 @@ class Mover:
             now = now_ms()
             for client, run in itertools.groupby(
                     live, key=lambda m: m.client_uuid):
-                messages.carry_in(queue, project, [
-                    _carried(m, now, policy) for m in run], client)
+                run = list(run)
+                try:
+                    messages.carry_in(queue, project, [
+                        _carried(m, now, policy) for m in run], client)
+                except errors.InvalidInput:
+                    self._carry_one_by_one(queue, project, run, client,
+                                           now, policy, report)
             report.messages += len(live)
             report.expired += len(page) - len(live)
             self.progress.add(len(page), 'moved')
@@ -131,16 +148,15 @@ class Mover:
         for sub in self._live_subscriptions(queue, project):
             if subs.get_with_subscriber(queue, sub['subscriber'],
                                         project) is None:
-                report.differences.append('subscription {}: missing in the '
-                                          'target'.format(sub['subscriber']))
+                report.differ('subscription {}: missing in the '
+                              'target'.format(sub['subscriber']))
         return report
 
     def _verified(self, queue, project, live, report):
         """The ids of ``live`` whose copy in the target matches, or that
         the target carried in and its consumers removed since (a move
         run again after clients used it); what differs goes into the
-        report's differences."""
-        differences = report.differences
+        report."""
         messages = self.target.message_controller
         found = {m['id']: m for m in messages.bulk_get(
             queue, [m.id for m in live], project=project)}
@@ -153,20 +169,38 @@ class Mover:
         for message in live:
             copy = found.get(message.id)
             if copy is None:
+                if message.id in report.refused:
+                    continue
                 if message.id in consumed:
                     report.consumed += 1
                     good.append(message.id)
                 elif message.expires_ms > now:
-                    differences.append('message {}: missing in the '
-                                       'target'.format(message.id))
+                    report.differ('message {}: missing in the '
+                                  'target'.format(message.id))
                 continue
             wrong = _difference(message, copy, now)
             if wrong:
-                differences.append('message {}: {}'.format(message.id,
-                                                          wrong))
+                report.differ('message {}: {}'.format(message.id, wrong))
             else:
                 good.append(message.id)
         return good
+
+    def _carry_one_by_one(self, queue, project, run, client, now, policy,
+                          report):
+        """A batch the target refused (a body Zaqar took and this store
+        cannot hold: NaN in JSON, bytes that are not text; a message
+        over the target's size limits), one message at a time: those it
+        refuses stay in the source, each a difference, and the move goes
+        on (stopping would stop every run again at the same message)."""
+        messages = self.target.message_controller
+        for message in run:
+            try:
+                messages.carry_in(queue, project,
+                                  [_carried(message, now, policy)], client)
+            except errors.InvalidInput as exc:
+                report.refused.add(message.id)
+                report.differ('message {}: the target refused it, left in '
+                              'the source: {}'.format(message.id, exc))
 
     def _live_subscriptions(self, queue, project):
         return (sub for sub in self.source.subscriptions(queue, project)

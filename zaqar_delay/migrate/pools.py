@@ -75,7 +75,7 @@ def planned(store, names, uris):
                 'pool {}: name its old store with --pool-source {}=URI '
                 '(Zaqar\'s own redis://, mongodb:// or swift://)'.format(
                     name, name))
-        sources.kind_of(uris[name])
+        sources.check_uri(uris[name])
         target = catalog.get_driver(name)._storage
         if not isinstance(target, zd_driver.DataDriver):
             raise errors.InvalidInput(

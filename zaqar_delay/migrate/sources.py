@@ -62,6 +62,15 @@ def kind_of(uri):
     return scheme
 
 
+def check_uri(uri):
+    """What can be checked of a source URI before anything moves: its
+    scheme and, for Swift, its form and auth mode (parsed when the
+    driver is chosen)."""
+    if kind_of(uri) == 'swift':
+        from zaqar_delay.migrate import swift_source
+        swift_source.driver_class(uri)
+
+
 def open_source(conf, uri, control_driver):
     """Zaqar's own data driver for ``uri`` (its ``[drivers:message_store:
     <kind>]`` options taken from ``conf``, the URI overriding theirs),
@@ -197,18 +206,36 @@ def _from_redis(message):
 class MongoSource(Source):
     """Zaqar's MongoDB store, paged by its per-queue marker ``k`` through
     its message controller's own ``_list`` (claimed and delayed included;
-    expired ones it leaves out)."""
+    expired ones it leaves out).
+
+    ``k`` is not unique in a queue: Zaqar's driver dead-letters a message
+    by changing its queue, and the message keeps the ``k`` its own queue
+    gave it, so a dead-letter queue fed by several queues holds messages
+    with the same ``k``. A marker is therefore (``k``, the ids of that
+    ``k`` read so far), and a page lists from ``k`` itself: messages of
+    one ``k`` on either side of a page's end are all read."""
 
     def count(self, queue, project):
         return self.messages._count(queue, project, include_claimed=True)
 
     def page(self, queue, project, marker, limit):
-        docs = list(self.messages._list(
-            queue, project=project, marker=marker, echo=True,
-            include_claimed=True, include_delayed=True, limit=limit))
+        last_k, seen = marker if marker is not None else (None, ())
+        # Every message of ``last_k`` sorts first: the ones read already
+        # are among them, so the page still holds ``limit`` new ones.
+        docs = [doc for doc in self.messages._list(
+            queue, project=project,
+            marker=None if last_k is None else last_k - 1, echo=True,
+            include_claimed=True, include_delayed=True,
+            limit=limit + len(seen))
+            if str(doc['_id']) not in seen][:limit]
         if not docs:
             return [], None
-        return [_from_mongo(doc) for doc in docs], docs[-1]['k']
+        end = docs[-1]['k']
+        read_at_end = {str(doc['_id']) for doc in docs if doc['k'] == end}
+        if end == last_k:
+            read_at_end |= set(seen)
+        return [_from_mongo(doc) for doc in docs], (end, frozenset(
+            read_at_end))
 
 
 def _from_mongo(doc):
