@@ -76,6 +76,58 @@ class TopicStage(_Stage):
         return self._messages.stats(name, project)
 
 
+class PoolingQueueStage:
+    """``zaqar.storage.pooling.queue.stages``: with pooling, Zaqar's
+    pooling queue controller writes queue creates and metadata changes to
+    the management store itself, and no pool's pipeline (QueueStage)
+    sees them. This stage checks them as QueueStage does, with the driver
+    of the pool the queue is in, or for a queue not placed yet with one
+    of the pools its flavor (or the default group) offers, when that
+    pool is one of ours; queues on other drivers' pools pass unchecked.
+    Every pool reads one configuration (Zaqar reuses its config object),
+    so any of our pools judges the same. It reads the catalogue only, and
+    changes nothing: Zaqar places the queue after it."""
+
+    def __init__(self, driver, control_driver):
+        self._catalog = driver._pool_catalog
+
+    def create(self, name, metadata=None, project=None):
+        ours = self._judge(name, metadata, project)
+        if ours is not None:
+            _Stage(ours, None).create(name, metadata, project)
+
+    def set_metadata(self, name, metadata, project=None):
+        ours = self._judge(name, metadata, project)
+        if ours is not None:
+            _Stage(ours, None).set_metadata(name, metadata, project)
+
+    def _judge(self, name, metadata, project):
+        """One of our drivers that the queue is, or may be, stored on."""
+        from zaqar_delay import driver as zd_driver
+        for storage in self._candidates(name, metadata, project):
+            if isinstance(storage, zd_driver.DataDriver):
+                return storage
+        return None
+
+    def _candidates(self, name, metadata, project):
+        catalog = self._catalog
+        flavor = metadata.get('_flavor') if isinstance(metadata,
+                                                       dict) else None
+        if catalog._catalogue_ctrl.exists(project, name):
+            placed = catalog._catalogue_ctrl.get(project, name)['pool']
+            if catalog._pools_ctrl.get(placed).get('flavor') == flavor:
+                yield catalog.get_driver(placed)._storage
+                return
+        try:
+            offered = catalog._pools_ctrl.get_pools_by_flavor(
+                flavor=flavor and catalog._flavor_ctrl.get(
+                    flavor, project=project), detailed=True)
+        except storage_errors.FlavorDoesNotExist:
+            return      # Zaqar answers for that.
+        for pool in offered:
+            yield catalog.get_driver(pool['name'])._storage
+
+
 class SubscriptionStage:
     """``<driver module>.subscription.stages``: Zaqar's REST API (and its
     websocket API) list a queue's subscriptions through the pipeline, and
