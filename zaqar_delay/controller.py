@@ -28,6 +28,7 @@ import abc
 import dataclasses
 import datetime
 import functools
+import re
 
 from zaqar.storage import base as storage
 from zaqar.storage import errors as storage_errors
@@ -712,6 +713,7 @@ class ClaimController(storage.Claim, metaclass=abc.ABCMeta):
 # A marker that no listing of ours returned: Zaqar's drivers list nothing
 # after it (an empty page), so ours do too, without asking the store.
 _UNKNOWN_MARKER = object()
+_POSITION_TEXT = re.compile('[0-9]+')
 # No position of any store is above it (MongoDB's are int64, and pymongo
 # cannot even encode a larger int into a filter).
 MAX_POSITION = 2 ** 63 - 1
@@ -721,9 +723,14 @@ def _parse_marker(marker):
     """Markers are positions; anything else is never interpreted."""
     if marker is None or marker == '':
         return None
-    try:
+    # Decimal ASCII digits only, as listings write them: int() also takes
+    # '1_0', ' 10' and other scripts' digits ('٣'), which no listing
+    # returned.
+    if rules.is_strict_int(marker):
+        position = marker
+    elif isinstance(marker, str) and _POSITION_TEXT.fullmatch(marker):
         position = int(marker)
-    except (TypeError, ValueError):
+    else:
         return _UNKNOWN_MARKER
     return position if 0 <= position <= MAX_POSITION else _UNKNOWN_MARKER
 

@@ -70,11 +70,13 @@ def test_list_hides_claimed_messages_unless_asked(driver, make_queue,
 # 2**63 and up: no position of any store (MongoDB's are int64, which
 # pymongo cannot encode past 2**63 - 1).
 @pytest.mark.parametrize('marker', ['{"$gt": ""}', 'xyz', '-1', '1e3',
-                                    str(2 ** 63), str(10 ** 30)])
+                                    str(2 ** 63), str(10 ** 30), '0_0',
+                                    ' 0', '\u0660', '+0'])
 def test_unknown_marker_lists_an_empty_page(driver, make_queue, project,
                                             marker):
     # Zaqar's contract: a marker no listing returned lists nothing (it is
-    # never interpreted as a query), and the page keeps that marker.
+    # never interpreted as a query), and the page keeps that marker. The
+    # last four are what int() reads as 0, before every position.
     queue = make_queue()
     post(driver, queue, project, 'a')
     pages = driver.message_controller.list(queue, project=project,
