@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -214,3 +215,56 @@ def test_two_daemons_remove_a_retention_backlog_once_in_all(own_redis,
             posted - kept
     assert sum(reported) == removed() - before == \
         len(queues) * (posted - kept) - before
+
+
+class Served:
+    """The exporters the daemon makes, serving nothing."""
+
+    def __init__(self, monkeypatch):
+        from zaqar_delay import exporter
+        self.made = []
+        made, real = self.made, exporter.Exporter
+
+        class Recording(real):
+            def __init__(self, interval):
+                super().__init__(interval)
+                made.append(self)
+
+            def serve(self, port, addr):
+                return port
+
+        monkeypatch.setattr(exporter, 'Exporter', Recording)
+
+
+def stall_alert_fires(served):
+    """etc/prometheus/zaqar-delay-alerts.yaml, ZaqarDelayGcStalled."""
+    last = served.last_turn._value.get()
+    interval = served.interval._value.get()
+    return time.time() - last > 10 * interval + 300
+
+
+def test_the_stall_alert_does_not_fire_on_a_daemon_just_started():
+    """It watched the last pass's end, 0 until the first pass ended: it
+    fired at every daemon's start."""
+    from zaqar_delay import exporter
+    assert not stall_alert_fires(exporter.Exporter(interval=60))
+
+
+def test_a_daemon_whose_turns_go_to_another_hosts_pass_is_not_stalled(
+        run, monkeypatch):
+    """On Swift one pass runs at a time (a lease): a daemon that kept
+    finding another host's pass recorded nothing, and was reported
+    stalled while gc was doing its work."""
+    served = Served(monkeypatch)
+
+    class LeaseHeld(FlakyStore):
+        def gc(self):
+            self.passes += 1
+            self.clock.now += 3600
+            raise errors.GcPassRunning('held by host-b pid 42')
+
+    run(LeaseHeld(failures=0), '--metrics_port', '9999',
+        '--full_scan_time', '60', stop_after=20)
+    [exporter] = served.made
+    assert exporter.deferred._value.get() == 20
+    assert not stall_alert_fires(exporter)

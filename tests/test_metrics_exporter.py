@@ -219,3 +219,51 @@ def test_redis_retries_and_errors_are_counted_by_kind():
 
 def flaky_down():
     raise redis.exceptions.ConnectionError('down')
+
+
+def test_control_store_errors_are_counted_whatever_the_data_store():
+    """metrics.rst said only the Redis driver counts store errors; calls
+    into Zaqar's control store count theirs too, under backend control,
+    on MongoDB and Swift deployments as well."""
+    from zaqar_delay import control_store
+    before = tally.snapshot()
+    with pytest.raises(errors.BackendUnavailable):
+        with control_store.reached():
+            raise redis.exceptions.ConnectionError('control down')
+    after = tally.snapshot()
+    key = ('error', 'control', 'ConnectionError')
+    assert after[key] - before.get(key, 0) == 1
+    samples = {(s.name, frozenset(s.labels.items())): s.value
+               for family in exporter._fault_families(after)
+               for s in family.samples}
+    assert samples[('zaqar_delay_store_errors_total', frozenset(
+        {'backend': 'control', 'kind': 'ConnectionError'}.items()))] == \
+        after[key]
+
+
+def test_a_queue_that_cannot_be_read_is_counted_and_the_rest_exported():
+    """metrics.rst: metrics_read_failures counts the queues a snapshot
+    could not read; the others are still exported."""
+    class Messages:
+        def stats(self, queue, project):
+            if queue == 'bad':
+                raise RuntimeError('boom')
+            return {'messages': {'free': 1, 'delayed': 0, 'claimed': 0,
+                                 'groups': 0, 'groups_in_flight': 0},
+                    'retention': {'removed': 0}}
+
+        def lenient_policy(self, queue, project):
+            return type('Policy', (), {'dead_letter_queue': None})()
+
+        def list_consumers(self, queue, project):
+            return 0, []
+
+    class Store:
+        message_controller = Messages()
+
+        def queues(self):
+            return [('p', 'bad'), ('p', 'good')]
+
+    snapshot = exporter.take_snapshot([(None, Store)], 10)
+    assert snapshot.failed == 1 and snapshot.known == 2
+    assert [sample.queue for sample in snapshot.samples] == ['good']

@@ -221,6 +221,15 @@ class Exporter:
                               'reason')
         self.last_pass = metric(g, 'last_pass_timestamp_seconds',
                                 'When the last gc pass ended (Unix time).')
+        self.deferred = metric(c, 'passes_deferred', 'gc passes left to '
+                               'another host\'s pass (Swift\'s lease).')
+        # What the stall alert watches: a daemon that just started, or
+        # whose turns go to another host's passes, is not stalled.
+        self.last_turn = metric(g, 'last_turn_timestamp_seconds',
+                                'When this daemon last ended a gc pass, '
+                                'found another host\'s running, or '
+                                'started (Unix time).')
+        self.last_turn.set_to_current_time()
 
     def record_pass(self, result, seconds):
         """A pass that succeeded (``result``: driver.GcPass, or None from a
@@ -229,6 +238,7 @@ class Exporter:
         self.duration.observe(seconds)
         self.last_duration.set(seconds)
         self.last_pass.set_to_current_time()
+        self.last_turn.set_to_current_time()
         if result is None:
             return
         for outcome, count in (('visited', result.queues),
@@ -237,6 +247,11 @@ class Exporter:
             self.queues.labels(outcome).inc(count)
         self.removed.labels('expired').inc(result.expired)
         self.removed.labels('retention').inc(result.retention)
+
+    def record_deferred(self):
+        """Another host's pass was running (errors.GcPassRunning)."""
+        self.deferred.inc()
+        self.last_turn.set_to_current_time()
 
     def record_failure(self, exc):
         self.failures.labels(type(exc).__name__).inc()

@@ -80,6 +80,27 @@ def test_groups_command_lists_purges_and_moves(request, conf, config,
     missing = command('zaqar-delay-groups', config, 'move', project, 'src',
                       'b', 'nowhere')
     assert missing.returncode == 1 and 'nowhere' in missing.stderr
+    # A traceback before.
+    not_int = command('zaqar-delay-groups', config, 'purge', project, 'src',
+                      'int:abc')
+    assert not_int.returncode == 1
+    assert "\nerror: group 'int:abc'" in '\n' + not_int.stderr
+
+
+def test_groups_list_prints_every_group_past_one_page(request, conf, config,
+                                                      project):
+    """The command reads groups 100 at a time: 250 groups, every one."""
+    driver = redis_factory.make_driver(request, conf)
+    driver.queue_controller.create('many', metadata={
+        '_message_group_key': 'g'}, project=project)
+    for start in range(0, 250, 50):
+        driver.message_controller.post('many', [
+            {'ttl': 600, 'body': {'g': 'g%03d' % n}}
+            for n in range(start, start + 50)], CLIENT, project=project)
+    listed = command('zaqar-delay-groups', config, 'list', project, 'many')
+    assert listed.returncode == 0, listed.stderr
+    ids = [json.loads(line)['id'] for line in listed.stdout.splitlines()]
+    assert ids == ['g%03d' % n for n in range(250)]
 
 
 def test_groups_command_shows_and_unpins_sticky_groups(request, conf, config,

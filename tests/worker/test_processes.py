@@ -174,3 +174,29 @@ def test_worker_serves_prometheus_metrics_and_stops_on_sigterm(
         cwd=ROOT, env=environment, capture_output=True, text=True)
     assert plain.returncode != 0
     assert 'metrics=PrometheusMetrics()' in plain.stderr
+
+
+@pytest.mark.parametrize('progress_interval', ['1', '0'])
+def test_sigint_closes_a_worker_gracefully(tmp_path, progress_interval):
+    """docs/worker.md: SIGTERM or SIGINT closes a worker (only SIGTERM
+    was tried). Its Zaqar need not answer for that."""
+    (tmp_path / 'unreachable.py').write_text(
+        'from zaqar_delay.worker import App\n'
+        "app = App('http://127.0.0.1:9', project='p')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (ROOT, os.environ.get('PYTHONPATH')) if p))
+    worker = subprocess.Popen(
+        [sys.executable, '-m', 'zaqar_delay.worker.cli', 'unreachable:app',
+         '--progress-interval', progress_interval], cwd=str(tmp_path),
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    try:
+        assert worker.stdout.readline().strip() == \
+            'zaqar-delay-worker: started'
+        worker.send_signal(signal.SIGINT)
+        out, _ = worker.communicate(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, out
+    assert 'zaqar-delay-worker: closed' in out, out

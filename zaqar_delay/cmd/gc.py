@@ -97,6 +97,8 @@ def main(argv=None):
         except errors.GcPassRunning as exc:
             # Not a failure: another host's pass is doing the work.
             LOG.warning('%s', exc)
+            if exporter:
+                exporter.record_deferred()
             if conf.once:
                 return EXIT_ANOTHER_PASS_RUNNING
             time.sleep(pacing.full_scan_time)

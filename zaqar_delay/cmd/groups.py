@@ -24,13 +24,19 @@ from zaqar.storage import errors as storage_errors
 from zaqar.storage import pooling
 
 from zaqar_delay import cmd
+from zaqar_delay import errors
 
 ACTIONS = {'list': 2, 'purge': 3, 'move': 4, 'unpin': 3}
 
 
 def parse_group(text):
     if text.startswith('int:'):
-        return int(text[4:])
+        try:
+            return int(text[4:])
+        except ValueError:
+            raise errors.InvalidInput(
+                'group {!r}: int: takes an integer (str:{} is that '
+                'string)'.format(text, text))
     if text.startswith('str:'):
         return text[4:]
     return text
