@@ -17,6 +17,7 @@ from tests.contract.test_sticky import ALICE, BOB, STICKY
 from tests.contract.test_sticky import claim_as, msg, names
 from zaqar_delay import errors
 from zaqar_delay.drivers.mongodb import claims
+from zaqar_delay.drivers.mongodb import fields
 from zaqar_delay.drivers.mongodb import pins
 
 GROUPED = {'_message_group_key': 'g'}
@@ -177,3 +178,67 @@ def test_an_unpin_finding_no_pin_keeps_a_pin_a_claim_made_meanwhile(
     driver.claim_controller.delete(queue, claim_id, project=project)
     # Alice is active and the group is pinned to her: nothing for Bob.
     assert names(claim_as(BOB, driver, queue, project)[1]) == []
+
+def test_a_claim_retried_after_its_expiry_purge_lost_its_reply(
+        driver, make_queue, project, monkeypatch, clock):
+    """A claim's settle deletes the expired head of a group (its
+    deleteMany's reply is lost: 503); the client's claim again finds it
+    gone and advances nothing, so the live rest of the group waits for
+    gc's repair."""
+    queue = make_queue(GROUPED)
+    post(driver, queue, project, {'g': 'x', 'n': 1}, ttl=60)
+    post(driver, queue, project, {'g': 'x', 'n': 2}, ttl=3600)
+    clock.advance(61)
+    lose_reply_once(monkeypatch, driver.messages, 'delete_many',
+                    when=lambda where, *a, **k: 'e' in where)
+    with pytest.raises(errors.BackendUnavailable):
+        claim(driver, queue, project)
+    monkeypatch.undo()
+    assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
+
+
+def test_a_claim_retried_after_its_retention_removal_lost_its_reply(
+        driver, make_queue, project, monkeypatch):
+    """Retention (length 1) removes the head of group x inside a claim;
+    the removal's deleteMany reply is lost (503), the client claims
+    again: x's next member must be claimable, not stuck behind a head
+    that is gone until gc repairs it."""
+    queue = make_queue(dict(GROUPED, _retention={'length': 2}))
+    post(driver, queue, project, {'g': 'x', 'n': 1}, {'g': 'x', 'n': 2},
+         {'g': 'y', 'n': 3}, ttl=3600)
+    lose_reply_once(monkeypatch, driver.messages, 'delete_many')
+    with pytest.raises(errors.BackendUnavailable):
+        claim(driver, queue, project)
+    monkeypatch.undo()
+    assert sorted(m['n'] for m in bodies(claim(driver, queue, project)[1])) \
+        == [2, 3]
+
+
+def _lands_in(queue):
+    """Whether an update_one call moves a message into ``queue``."""
+    def when(where, change, *args, **kwargs):
+        return change.get('$set', {}).get(fields.QUEUE) == queue
+    return when
+
+
+def test_a_claim_whose_dead_letter_move_lost_its_reply_frees_the_dlq_group(
+        driver, make_queue, project, monkeypatch, clock):
+    """The exhausted head moves in place into a grouped dead-letter queue
+    (its update ran, its reply was lost: 503). The claim never advances
+    the group it joined there, and the client's retry claims on the
+    source, which no longer holds it: the dead letter stays blocked with
+    no head, unclaimable, until gc's repair reaches that group."""
+    dlq = make_queue(GROUPED)
+    queue = make_queue(dict(GROUPED, _max_claim_count=1,
+                            _dead_letter_queue=dlq))
+    post(driver, queue, project, {'g': 'x', 'n': 1}, ttl=36000)
+    claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    lose_reply_once(monkeypatch, driver.messages, 'update_one',
+                    when=_lands_in(dlq))
+    with pytest.raises(errors.BackendUnavailable):
+        claim(driver, queue, project)
+    monkeypatch.undo()
+    assert bodies(claim(driver, queue, project)[1]) == []
+    assert bodies(listed(driver, dlq, project)) == [{'g': 'x', 'n': 1}]
+    assert bodies(claim(driver, dlq, project)[1]) == [{'g': 'x', 'n': 1}]

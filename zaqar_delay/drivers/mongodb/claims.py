@@ -268,6 +268,20 @@ class ClaimController(controller.ClaimController):
         first, token = reservations.reserve(self.driver, dlq, project,
                                             len(docs), now)
         joined, unused = [], []
+        try:
+            self._move_each(dlq, dlq_policy, policy, held, docs, now, first,
+                            joined, unused)
+        finally:
+            # Also when a move's reply is lost (the claim's retry finds
+            # the message gone from this queue): the groups it may have
+            # joined there advance (advancing a group twice is harmless).
+            groups.advance_all(self.driver, dlq, project, joined, now)
+        # Every move answered (an interrupted one leaves the reservation
+        # to go stale): the dead-letter queue's readers may pass them.
+        reservations.release(self.driver, dlq, project, token, unused)
+
+    def _move_each(self, dlq, dlq_policy, policy, held, docs, now, first,
+                   joined, unused):
         for offset, doc in enumerate(docs):
             ttl = policy.dead_letter_ttl or doc[f.TTL]
             group = rules.group_or_none(json.loads(doc[f.BODY]),
@@ -283,18 +297,16 @@ class ClaimController(controller.ClaimController):
                 removed[f.GROUP] = ''
             else:
                 changes[f.GROUP] = group
-            if self._messages.update_one(
+            # Counted as joined before the update: its reply may be lost
+            # after it moved the message.
+            joined.append(group)
+            if not self._messages.update_one(
                     dict(held, _id=doc['_id']),
                     {'$set': changes, '$unset': removed}).matched_count:
-                joined.append(group)
-            else:
                 # Deleted, or no longer under this claim, meanwhile: it
                 # never reached the dead-letter queue.
+                joined.pop()
                 unused.append(first + offset)
-        # Every move answered (an interrupted one leaves the reservation
-        # to go stale): the dead-letter queue's readers may pass them.
-        reservations.release(self.driver, dlq, project, token, unused)
-        groups.advance_all(self.driver, dlq, project, joined, now)
 
     def _delete_popped(self, queue, project, claim_id, taken):
         """Delete a pop's batch; return the part of it this pop removed

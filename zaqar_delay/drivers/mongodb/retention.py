@@ -255,14 +255,18 @@ def remove(driver, queue, project, window_, now, batch):
     doomed = dict(queries.keepable(queue, project, now).filter,
                   _id={'$in': [doc['_id'] for doc in found]})
     doomed.update(window_.dropped())
-    removed = driver.messages.delete_many(doomed).deleted_count
-    if removed:
-        driver.counters.update_one(f.queue_filter(queue, project),
-                                   {'$inc': {f.REMOVED: removed}})
-    # Deleted first, advanced after: a crash in between leaves groups
-    # without a head, which gc's groups.repair finds.
-    groups.advance_all(driver, queue, project, groups.groups_of(found),
-                       now)
+    try:
+        removed = driver.messages.delete_many(doomed).deleted_count
+        if removed:
+            driver.counters.update_one(f.queue_filter(queue, project),
+                                       {'$inc': {f.REMOVED: removed}})
+    finally:
+        # Deleted first, advanced after, also when the delete's reply is
+        # lost (pymongo never resends a deleteMany, and the retry finds
+        # them gone). A crash in between leaves groups without a head,
+        # which gc's groups.repair finds.
+        groups.advance_all(driver, queue, project, groups.groups_of(found),
+                           now)
     return removed, len(found) == batch
 
 

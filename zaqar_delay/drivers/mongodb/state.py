@@ -191,13 +191,17 @@ def drop_expired(driver, queue, project, found, now):
     """Delete those of the documents ``found`` that expired by ``now``;
     their groups get their next head. Returns how many went."""
     query = queries.expired(queue, project, now)
-    purged = driver.messages.delete_many(dict(
-        query.filter, _id={'$in': [doc['_id'] for doc in found]})
-    ).deleted_count
-    # Deleted first, advanced after: a crash in between leaves
-    # groups without a head, which gc's groups.repair finds.
-    groups.advance_all(driver, queue, project, groups.groups_of(found), now)
-    return purged
+    try:
+        return driver.messages.delete_many(dict(
+            query.filter, _id={'$in': [doc['_id'] for doc in found]})
+        ).deleted_count
+    finally:
+        # Deleted first, advanced after, also when the delete's reply is
+        # lost (pymongo never resends a deleteMany): the call's retry
+        # finds them gone and would advance nothing. A crash in between
+        # leaves groups without a head, which gc's groups.repair finds.
+        groups.advance_all(driver, queue, project, groups.groups_of(found),
+                           now)
 
 
 def live_front(driver, messages, query, limit, now, projection=None,
