@@ -18,8 +18,8 @@ def break_gc_of(driver, queue, project, monkeypatch):
         from zaqar_delay.drivers.swift import names
         broken = names.container(names.MESSAGES, queue, project)
         original = driver._gc_queue
-        monkeypatch.setattr(driver, '_gc_queue', lambda container: (
-            refuse() if container == broken else original(container)))
+        monkeypatch.setattr(driver, '_gc_queue', lambda container, *rest: (
+            refuse() if container == broken else original(container, *rest)))
     else:
         original = driver.message_controller.gc
         monkeypatch.setattr(

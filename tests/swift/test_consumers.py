@@ -236,3 +236,26 @@ def test_finding_one_consumer_reads_none_of_the_others(driver, project,
     assert read == [], read
     assert [found.consume_id for found in driver.message_controller
             .list_consumers('q', project)[1]] == sorted(others + [A])
+
+
+def test_a_message_gc_expired_counts_as_lost_for_a_consumer(
+        driver, clock, project):
+    """gc's removals mark each position for the queue's persistent
+    consumers (w/) only when it knows the queue's names; it built its
+    state without them, so a message gc expired behind a consumer's
+    cursor was never counted in its ``lost``."""
+    make_queue(driver, project)
+    subscribe(driver, project, A)
+    post(driver, 'q', project, 'a', ttl=3600)
+    post(driver, 'q', project, 'b', ttl=60)
+    post(driver, 'q', project, 'c', ttl=3600)
+    got, marker = page(driver, project, A, limit=1)
+    assert bodies(got) == ['a']
+    clock.advance(61)
+    driver.gc()
+    # gc removed b (its position too): only its w/ marker tells.
+    container = names.container(names.MESSAGES, 'q', project)
+    assert len(driver.store.listing_all(container, 'p/')) == 2
+    got, marker = page(driver, project, A, marker=marker)
+    assert bodies(got) == ['c']
+    assert consumer(driver, project, A).lost == 1

@@ -47,3 +47,33 @@ def test_gc_finishes_an_abandoned_dead_letter_move(driver, make_queue,
     driver.gc()
     assert bodies(listed(driver, dlq, project)) == ['poison']
     assert stats(driver, queue, project)['total'] == 0
+
+
+def test_a_mass_expiry_is_removed_a_bounded_number_a_visit(
+        driver, make_queue, project, clock, monkeypatch):
+    """gc removed every expired message a deep pass listed in one step
+    (100,000 expiring together: 500 bulk deletes, the lease unchecked),
+    holding the pass from every other queue. Now SETTLE_BATCH at a time,
+    VISIT_STEPS batches a visit, the rest on the queue's next visit
+    after the others', in the same pass."""
+    from zaqar_delay import driver as base_driver
+    from zaqar_delay.drivers.swift import names
+    from zaqar_delay.drivers.swift import state
+    monkeypatch.setattr(state, 'SETTLE_BATCH', 2)
+    queue = make_queue()
+    post(driver, queue, project, *range(2 * base_driver.VISIT_STEPS + 5),
+         ttl=60)
+    clock.advance(61)
+    mine = names.container(names.MESSAGES, queue, project)
+    per_visit, remove_expired = [], driver._remove_expired
+
+    def counted(qs, expired, positions, now):
+        done, left = remove_expired(qs, expired, positions, now)
+        if qs.c == mine:
+            per_visit.append(done)
+        return done, left
+
+    monkeypatch.setattr(driver, '_remove_expired', counted)
+    driver.gc()
+    assert per_visit == [2 * base_driver.VISIT_STEPS, 5]
+    assert not driver.store.listing_all(mine, 'm/')

@@ -5,9 +5,12 @@ again."""
 
 import logging
 
+import pytest
+
 from tests.contract.helpers import claim, listed, post
 from zaqar_delay import stages
 from zaqar_delay.drivers.swift import messages as swift_messages
+from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import retention as swift_retention
 
 
@@ -80,3 +83,22 @@ def test_a_fold_in_flight_counts_nothing_into_the_queue_created_again(
     assert deleted
     stats = driver.message_controller.stats(queue, project)
     assert stats['retention']['removed'] == 0
+
+
+@pytest.mark.parametrize('operator_config', [
+    '[retention]\nconsumers_required = 0\n'], ids=['required=0'])
+def test_reading_a_deleted_queue_does_not_create_it_again(
+        driver, make_queue, project):
+    """The read-by-all floor was stored with a plain PUT, which creates
+    the container: a listing of a queue that was deleted (Zaqar's v2 API
+    lists a missing queue as empty) made it again, with the queue's
+    names, so gc and the exporter saw a queue that does not exist (and a
+    read of any queue name did it)."""
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    stages.QueueStage(driver, driver.control_driver).delete(queue, project)
+    container = names.container(names.MESSAGES, queue, project)
+    assert driver.store.container_meta(container) is None
+    listed(driver, queue, project)
+    assert driver.store.container_meta(container) is None
+    assert (project, queue) not in set(driver.queues())

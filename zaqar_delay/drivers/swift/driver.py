@@ -136,21 +136,23 @@ class DataDriver(base.DataDriver):
             self._gc_lease.keep()
 
     def _gc_and_clean(self, container):
-        dropped = self._gc_queue(container)
+        # The queue's names first: its removals are marked for its
+        # persistent consumers' lost count (consumers.any_consumer).
         meta = self.store.container_meta(container) or {}
+        dropped = self._gc_queue(container, meta)
         if 'queue' in meta:
             self.clean_queue(meta['queue'], meta.get('project') or None)
             qs = state.QueueState(self.store, container,
-                                  self.store_conf.expiry_margin)
+                                  self.store_conf.expiry_margin, meta)
             # Only after _gc_queue finished every abandoned removal.
             retention.fold(qs, self.now_ms())
             retention.prune_cuts(qs)
         return dropped
 
-    def _gc_queue(self, container):
+    def _gc_queue(self, container, meta=None):
         now = self.now_ms()
         qs = state.QueueState(self.store, container,
-                              self.store_conf.expiry_margin)
+                              self.store_conf.expiry_margin, meta)
         qs.settle(now)
         if summary.quiet(qs, now, GC_ABANDONED_S):
             return 0
@@ -165,14 +167,12 @@ class DataDriver(base.DataDriver):
                                 fields['g']))
         if listed:
             highest = listed[-1]['pos']
-        if expired:
-            qs.remove(expired, now)
-            for victim in expired:
-                positions.pop(victim[0], None)
+        removed, left = self._remove_expired(qs, expired, positions, now)
         # Heads filed for a sticky client count as filed (pins.py).
         pinned = pins.gc_pass(qs, now)
         delayed, members, ready, locks = drafts.indexes(qs)
         locks, more = _drop_leaked_locks(qs, locks, positions, now)
+        more |= left
         latest = self._finish_abandoned(qs, container, locks, positions,
                                         now)
         filed = drafts.filed_ids(delayed, members, ready, locks)
@@ -181,7 +181,26 @@ class DataDriver(base.DataDriver):
         groups.repair(qs, now, positions, latest, members,
                       delayed + ready + pinned)
         summary.write(qs, now, highest, positions, filed, more)
-        return len(expired)
+        return removed
+
+    def _remove_expired(self, qs, expired, positions, now):
+        """Remove expired messages SETTLE_BATCH at a time, this pass's
+        lease checked between batches; a visit stops after VISIT_STEPS
+        of them (the queue is visited again after the others: gc_each),
+        so one tenant's mass expiry does not hold gc from the rest.
+        Returns (how many went, whether some are left)."""
+        done = steps = 0
+        while done < len(expired):
+            batch = expired[done:done + state.SETTLE_BATCH]
+            qs.remove(batch, now)
+            for victim in batch:
+                positions.pop(victim[0], None)
+            done, steps = done + len(batch), steps + 1
+            if done < len(expired):
+                self.gc_heartbeat()
+                if not self.gc_may_go_on(steps):
+                    break
+        return done, done < len(expired)
 
     def _finish_abandoned(self, qs, container, locks, positions, now):
         """Finish dead-letter moves and group moves whose node died

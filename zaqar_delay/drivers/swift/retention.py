@@ -146,7 +146,10 @@ def horizon_of(qs, entries, retention, now, members, stored=None):
         counted += 1
         if counted == length:
             if fields['pos'] > stored:
-                qs.store.put(qs.c, names.cut_obj(fields['pos']))
+                # Never creates the container: a read of a queue deleted
+                # (or never made) would make it a queue again.
+                qs.store.put(qs.c, names.cut_obj(fields['pos']),
+                             recreate=False)
             keep.cut = fields['pos']
             break
     return keep
@@ -181,7 +184,7 @@ def _read_cut(qs, keep, retention, now, stored):
         else:
             floor = read + 1
         if floor > stored:
-            qs.store.put(qs.c, names.cut_obj(floor))
+            qs.store.put(qs.c, names.cut_obj(floor), recreate=False)
             stored = floor
     keep.cut = max(keep.cut, stored)
     return stored
