@@ -12,6 +12,8 @@ import threading
 import time
 import uuid
 
+import pytest
+
 from tests.contract.helpers import bodies, claim, listed, post, stats
 from tests.swift.requests import Requests
 from zaqar_delay import errors
@@ -529,3 +531,29 @@ def test_a_hint_naming_the_most_members_is_stored_and_listed_whole(
     driver.claim_controller._put_hint(qs, 'claim-x', record)
     [hint] = driver.store.listing(qs.c, 'x/')
     assert names.hint_members(hint) is None
+
+
+@pytest.mark.parametrize('retention', [{'time': 10}, {'length': 1}],
+                         ids=['time', 'length'])
+def test_cleanup_is_not_stalled_by_claimed_messages(
+        driver, clock, make_queue, project, retention):
+    """A cleanup step listed the first ``batch`` entries below the cut
+    and only then left out the live claims' members: when those were all
+    claimed it removed nothing and answered "no more", however many
+    unclaimed dropped messages followed, for as long as the claims lived
+    (renewed: for ever). It now lists past them."""
+    first = {'length': 2} if 'length' in retention else retention
+    queue = make_queue({'_retention': first})
+    post(driver, queue, project, 'a', 'b', ttl=3600)
+    _, got = claim(driver, queue, project, limit=2)
+    assert bodies(got) == ['a', 'b']
+    driver.queue_controller.set_metadata(queue, {'_retention': retention},
+                                         project=project)
+    post(driver, queue, project, 'c', ttl=3600)
+    clock.advance(11)
+    post(driver, queue, project, 'd', ttl=3600)       # kept either way
+    # c is not kept and unclaimed: a batch of 2 must remove it.
+    removed, _ = driver.message_controller.clean(queue, project, 2)
+    assert removed == 1
+    assert 'c' not in bodies(listed(driver, queue, project,
+                                    include_claimed=True))

@@ -66,6 +66,9 @@ FOLD_AT = 1000
 FOLD_AGE_S = 300
 # Entries listed past ``length`` in the first page, for messages in flight.
 SLACK = 16
+# Listing pages a cleanup step reads below the cut, passing over claimed
+# messages, before it answers with what it found (and "more").
+DROPPED_PAGES = 10
 
 
 class Horizon:
@@ -277,18 +280,27 @@ def _members(qs, hints, now):
     return members
 
 
-def dropped(qs, keep, limit):
+def dropped(qs, keep, limit, pages=DROPPED_PAGES):
     """Up to ``limit`` ``p/`` fields of the oldest messages that ``keep``
-    no longer keeps (in-flight ones left out), and whether the listing
-    was full."""
+    no longer keeps, in-flight ones left out, read from at most ``pages``
+    listing pages (claimed messages below the cut are passed over, not
+    allowed to stop the cleanup behind them); and whether more may be
+    left."""
     if not keep.cut:
         return [], False
-    page = qs.store.listing(qs.c, 'p/',
-                            end_marker=names.position_obj(keep.cut),
-                            limit=limit)
-    victims = [f for f in map(names.position_fields, page)
-               if f is not None and f['id'] not in keep.in_flight]
-    return victims, len(page) == limit
+    victims, marker = [], None
+    for _ in range(pages):
+        page = qs.store.listing(qs.c, 'p/', marker=marker,
+                                end_marker=names.position_obj(keep.cut),
+                                limit=limit)
+        victims += [f for f in map(names.position_fields, page)
+                    if f is not None and f['id'] not in keep.in_flight]
+        if len(page) < limit:
+            return victims[:limit], len(victims) > limit
+        if len(victims) >= limit:
+            return victims[:limit], True
+        marker = page[-1]['name']
+    return victims, True
 
 
 def sweep_groups(qs, keep, now, limit, page=None, pages=1):
@@ -446,7 +458,10 @@ def clean(qs, retention, now, batch):
     """The backend's ``_clean``: remove up to ``batch`` of the oldest
     messages ``retention`` no longer keeps. Nothing to remove costs the
     horizon and one listing, whatever the backlog."""
-    victims, full = dropped(qs, horizon(qs, retention, now), batch)
+    # The live claims' members are known whatever the retention: they
+    # are passed over (a claimed message is never removed).
+    victims, full = dropped(qs, horizon(qs, retention, now, flights=True),
+                            batch)
     if not victims:
         return 0, False
     count, progress = drop(qs, victims, now)
