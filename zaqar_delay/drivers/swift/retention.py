@@ -288,18 +288,28 @@ def dropped(qs, keep, limit, pages=DROPPED_PAGES):
     left."""
     if not keep.cut:
         return [], False
+    victims, more = _below_cut(qs, keep, limit, limit, pages)
+    return victims[:limit], more or len(victims) > limit
+
+
+def _below_cut(qs, keep, wanted, page, pages, grouped_only=False):
+    """``p/`` fields below ``keep``'s cut, in-flight ones left out (and
+    ungrouped ones, ``grouped_only``), listed ``page`` entries at a time
+    until ``wanted`` are found or ``pages`` were read; and whether the
+    listing stopped before its end."""
     victims, marker = [], None
     for _ in range(pages):
-        page = qs.store.listing(qs.c, 'p/', marker=marker,
-                                end_marker=names.position_obj(keep.cut),
-                                limit=limit)
-        victims += [f for f in map(names.position_fields, page)
-                    if f is not None and f['id'] not in keep.in_flight]
-        if len(page) < limit:
-            return victims[:limit], len(victims) > limit
-        if len(victims) >= limit:
-            return victims[:limit], True
-        marker = page[-1]['name']
+        listed = qs.store.listing(qs.c, 'p/', marker=marker,
+                                  end_marker=names.position_obj(keep.cut),
+                                  limit=page)
+        victims += [f for f in map(names.position_fields, listed)
+                    if f is not None and f['id'] not in keep.in_flight
+                    and (f['g'] or not grouped_only)]
+        if len(listed) < page:
+            return victims, False
+        if len(victims) >= wanted:
+            return victims, True
+        marker = listed[-1]['name']
     return victims, True
 
 
@@ -312,18 +322,8 @@ def sweep_groups(qs, keep, now, limit, page=None, pages=1):
     True if any went."""
     if not keep.cut:
         return False
-    page = page or limit
-    victims, marker = [], None
-    for _ in range(pages):
-        listed = qs.store.listing(qs.c, 'p/', marker=marker,
-                                  end_marker=names.position_obj(keep.cut),
-                                  limit=page)
-        victims += [f for f in map(names.position_fields, listed)
-                    if f is not None and f['g']
-                    and f['id'] not in keep.in_flight]
-        if len(victims) >= limit or len(listed) < page:
-            break
-        marker = listed[-1]['name']
+    victims, _ = _below_cut(qs, keep, limit, page or limit, pages,
+                            grouped_only=True)
     return bool(victims) and drop(qs, victims[:limit], now)[1]
 
 
