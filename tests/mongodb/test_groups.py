@@ -268,6 +268,31 @@ def test_gc_unfreezes_messages_whose_move_is_gone(driver, project, grouped,
         ('r', True), ('b', False)]
 
 
+def test_gc_reads_a_large_group_frozen_by_a_dead_mover_in_batches(
+        driver, project, grouped, clock, monkeypatch):
+    """gc found the moves of frozen messages by reading every frozen
+    message with one unbounded find, on every pass while the move was
+    stale: one read that grew with the group."""
+    size = 3 * group_moves.LAND_BATCH
+    driver.queue_controller.create('t', project=project)
+    post(driver, grouped, project, *[msg('a', n) for n in range(size)],
+         ttl=3600)
+    _frozen_move(driver, project, grouped, 't', '"a"')
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+    find, returned = driver.messages.find, []
+
+    def counted(*args, **kwargs):
+        found = find(*args, **kwargs)
+        returned.append(len(found))
+        return found
+
+    monkeypatch.setattr(driver.messages, 'find', counted)
+    driver.gc()
+    monkeypatch.undo()
+    assert max(returned) <= group_moves.LAND_BATCH
+    assert len(listed(driver, grouped, project)) == size
+
+
 def test_a_move_aborted_under_a_slow_mover_moves_nothing(
         driver, project, grouped, monkeypatch):
     driver.queue_controller.create('t', project=project)

@@ -284,9 +284,13 @@ def finish_stale(driver, queue, project, now):
     query = queries.moves_started(queue, project, before)
     stale = [doc['_id'] for doc in driver.moves.find(
         query.filter, {'_id': True}, hint=query.index)]
+    # Frozen messages whose move has no document any more, LAND_BATCH
+    # per pass (a frozen group may be large): the moves above, finished
+    # now, no longer hold the front of this range on the next pass.
     query = queries.stale_moves(queue, project, before)
     stale += [doc[f.MOVE_ID] for doc in driver.messages.find(
-        query.filter, {f.MOVE_ID: True}, query.sort, hint=query.index)]
+        query.filter, {f.MOVE_ID: True}, query.sort, LAND_BATCH,
+        hint=query.index)]
     stale = list(dict.fromkeys(stale))
     for move_id in stale:
         decided = _decide(driver, move_id, ABORTED)
