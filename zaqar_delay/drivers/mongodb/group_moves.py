@@ -67,7 +67,10 @@ def move(driver, queue, project, group, target, target_policy):
         head = groups.advance(driver, queue, project, group, now)
         if head is None:
             return 0
-        if head[f.STATE] in (f.CLAIMED, f.MOVING):
+        if head[f.STATE] == f.MOVING:
+            return _finish_committed(driver, queue, project, group, target,
+                                     head, now, target_policy)
+        if head[f.STATE] == f.CLAIMED:
             break
         move_id = str(uuid.uuid4())
         driver.moves.insert_one(f.queue_filter(queue, project, **{
@@ -84,6 +87,21 @@ def move(driver, queue, project, group, target, target_policy):
         if frozen:
             break               # gc aborted this (too slow) move
     raise errors.GroupInFlight(group=group, queue=queue)
+
+
+def _finish_committed(driver, queue, project, group, target, head, now,
+                      target_policy):
+    """The group is frozen by a move. One already committed to this
+    target is this very call's, retried after a lost reply (a landing's:
+    the rest of the group stays frozen, invisible in both queues, until
+    gc's MOVE_TIMEOUT otherwise): finish it, and return how many landed
+    now. Another move holds the group: GroupInFlight."""
+    held_by = driver.moves.find_one({'_id': head.get(f.MOVE_ID)})
+    if (held_by is None or held_by.get('st') != COMMITTED
+            or held_by.get('t') != target):
+        raise errors.GroupInFlight(group=group, queue=queue)
+    return _finish(driver, queue, project, held_by['_id'], now,
+                   target_policy, COMMITTED)
 
 
 def _freeze(driver, queue, project, group, target, move_id, head, now):
@@ -199,46 +217,59 @@ def _land(driver, queue, project, docs, target, policy, now, floor=None):
     the group keeps its order."""
     landed, target_groups = 0, []
     floor = [None] if floor is None else floor
-    for doc in docs:
-        where = f.queue_filter(queue, project, **{
-            '_id': doc['_id'], f.STATE: f.MOVING,
-            f.MOVE_ID: doc[f.MOVE_ID]})
-        if doc[f.EXPIRES] <= now:
-            driver.messages.delete_one(dict(where, **{
-                f.EXPIRES: {'$lte': now}}))
-            continue            # expired meanwhile: nothing to carry
-        ttl = -(-(doc[f.EXPIRES] - now) // 1000)
-        delay = max(0, -(-(doc[f.DUE] - now) // 1000))
-        group = rules.group_or_none(json.loads(doc[f.BODY]), policy)
-        changes = {f.QUEUE: target, f.POSITION: doc[f.MOVE_POSITION],
-                   f.CREATED: now, f.TTL: ttl, f.EXPIRES: now + ttl * 1000,
-                   f.DUE: now + delay * 1000, f.CLAIM_COUNT: 0,
-                   f.STATE: (f.WAITING if group is not None and delay
-                             else f.BLOCKED if group is not None
-                             else f.DELAYED if delay else f.READY)}
-        removed = dict(MOVE_FIELDS, **{f.HEAD: '', f.CLAIM: '', f.PIN: '',
-                                       f.CLAIM_EXPIRES: '', f.REDELIVERY: ''})
-        if group is None:
-            removed[f.GROUP] = ''
-        else:
-            changes[f.GROUP] = group
-        change = {'$set': changes, '$unset': removed}
-        if floor[0] is not None and changes[f.POSITION] <= floor[0]:
-            matched = _land_at_tail(driver, target, project, where, change,
-                                    now)
-        else:
-            try:
-                matched = driver.messages.update_one(where,
-                                                     change).matched_count
-            except mongo_errors.DuplicateKeyError:
+    try:
+        for doc in docs:
+            where = f.queue_filter(queue, project, **{
+                '_id': doc['_id'], f.STATE: f.MOVING,
+                f.MOVE_ID: doc[f.MOVE_ID]})
+            if doc[f.EXPIRES] <= now:
+                driver.messages.delete_one(dict(where, **{
+                    f.EXPIRES: {'$lte': now}}))
+                continue            # expired meanwhile: nothing to carry
+            group, change = _landing(doc, target, policy, now)
+            position = change['$set'][f.POSITION]
+            # Counted before its update: the reply may be lost after it
+            # landed the message, and its group must advance there then.
+            target_groups.append(group)
+            if floor[0] is not None and position <= floor[0]:
                 matched = _land_at_tail(driver, target, project, where,
                                         change, now)
-        if matched:
-            landed += 1
-            target_groups.append(group)
-            floor[0] = max(floor[0] or 0, changes[f.POSITION])
-    groups.advance_all(driver, target, project, target_groups, now)
+            else:
+                try:
+                    matched = driver.messages.update_one(
+                        where, change).matched_count
+                except mongo_errors.DuplicateKeyError:
+                    matched = _land_at_tail(driver, target, project, where,
+                                            change, now)
+            if matched:
+                landed += 1
+                floor[0] = max(floor[0] or 0, position)
+            else:
+                target_groups.pop()
+    finally:
+        groups.advance_all(driver, target, project, target_groups, now)
     return landed
+
+
+def _landing(doc, target, policy, now):
+    """(its group there, the update) that lands frozen ``doc`` in
+    ``target`` at its reserved position."""
+    ttl = -(-(doc[f.EXPIRES] - now) // 1000)
+    delay = max(0, -(-(doc[f.DUE] - now) // 1000))
+    group = rules.group_or_none(json.loads(doc[f.BODY]), policy)
+    changes = {f.QUEUE: target, f.POSITION: doc[f.MOVE_POSITION],
+               f.CREATED: now, f.TTL: ttl, f.EXPIRES: now + ttl * 1000,
+               f.DUE: now + delay * 1000, f.CLAIM_COUNT: 0,
+               f.STATE: (f.WAITING if group is not None and delay
+                         else f.BLOCKED if group is not None
+                         else f.DELAYED if delay else f.READY)}
+    removed = dict(MOVE_FIELDS, **{f.HEAD: '', f.CLAIM: '', f.PIN: '',
+                                   f.CLAIM_EXPIRES: '', f.REDELIVERY: ''})
+    if group is None:
+        removed[f.GROUP] = ''
+    else:
+        changes[f.GROUP] = group
+    return group, {'$set': changes, '$unset': removed}
 
 
 def _land_at_tail(driver, target, project, where, change, now):
