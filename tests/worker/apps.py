@@ -40,3 +40,16 @@ def prometheus_app():
     """``counting_app`` with Prometheus metrics, for ``--metrics-port``."""
     from zaqar_delay.worker.prometheus import PrometheusMetrics
     return counting_app(PrometheusMetrics())
+
+
+def flaky_stats_app():
+    """``base_app`` handling ``Tick``, whose queue stats reads fail (as
+    during a short Zaqar outage or a 503)."""
+    app = base_app()
+    app.add_handler('Tick', lambda event: None)
+
+    def stats(name):
+        raise ConnectionError('zaqar briefly unreachable')
+
+    app.connection.stats = stats
+    return app

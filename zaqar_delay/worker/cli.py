@@ -16,6 +16,7 @@ import sys
 import threading
 
 from zaqar_delay.worker import app as zd_app
+from zaqar_delay.worker import events
 
 
 def load_app(spec):
@@ -24,9 +25,12 @@ def load_app(spec):
         raise SystemExit('expected MODULE:APP, for example '
                          'myproject.events:app; got {!r}'.format(spec))
     sys.path.insert(0, os.getcwd())
-    found = importlib.import_module(module_name)
-    for part in attribute.split('.'):
-        found = getattr(found, part)
+    try:
+        found = importlib.import_module(module_name)
+        for part in attribute.split('.'):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise SystemExit('cannot load {}: {}'.format(spec, exc))
     if not isinstance(found, zd_app.App) and callable(found):
         found = found()
     if not isinstance(found, zd_app.App):
@@ -35,21 +39,31 @@ def load_app(spec):
     return found
 
 
+def _not_negative(text):
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError('must be 0 or more: ' + text)
+    return value
+
+
 def worker_main(argv=None):
     parser = argparse.ArgumentParser(
         prog='zaqar-delay-worker',
         description='Run the handlers of a zaqar_delay.worker.App until '
                     'SIGTERM or SIGINT, then close it gracefully.')
     parser.add_argument('app', metavar='MODULE:APP')
-    parser.add_argument('--progress-interval', type=float, default=10.0,
+    parser.add_argument('--progress-interval', type=_not_negative,
+                        default=10.0,
                         help='seconds between progress lines (0: none)')
     parser.add_argument('--metrics-port', type=int,
                         help="serve the app's PrometheusMetrics on this "
                              'port (loopback unless --metrics-addr)')
     parser.add_argument('--metrics-addr', default='127.0.0.1')
-    parser.add_argument('--log-level', default='WARNING')
+    parser.add_argument('--log-level', default='WARNING', type=str.upper,
+                        choices=('DEBUG', 'INFO', 'WARNING', 'ERROR',
+                                 'CRITICAL'))
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
+    logging.basicConfig(level=args.log_level,
                         format='%(asctime)s %(levelname)s %(name)s: '
                                '%(message)s')
     app = load_app(args.app)
@@ -67,7 +81,12 @@ def worker_main(argv=None):
     print('zaqar-delay-worker: started', flush=True)
     interval = args.progress_interval or None
     while not stop.wait(interval):
-        app.refresh_stats()
+        try:
+            app.refresh_stats()
+        except Exception:
+            # Zaqar away for a moment: the handlers go on, and so does
+            # the progress line, with the counts it has.
+            logging.exception('reading queue stats failed')
         print('zaqar-delay-worker: ' + app.progress(), flush=True)
     print('zaqar-delay-worker: closing', flush=True)
     finished = app.close()
@@ -97,11 +116,15 @@ def dead_letters_main(argv=None):
                         help='only this message id (repeatable)')
     args = parser.parse_args(argv)
     app = load_app(args.app)
-    if args.command == 'list':
-        for letter in app.dead_letters(args.type, args.limit):
-            print(json.dumps(dataclasses.asdict(letter), sort_keys=True))
-        return 0
-    result = app.redrive_report(args.type, args.ids)
+    try:
+        if args.command == 'list':
+            for letter in app.dead_letters(args.type, args.limit):
+                print(json.dumps(dataclasses.asdict(letter),
+                                 sort_keys=True))
+            return 0
+        result = app.redrive_report(args.type, args.ids)
+    except ValueError as exc:      # events.EventError too
+        parser.error(str(exc))
     print('redriven: {}'.format(len(result.moved)))
     if result.held:
         print('held by another claim, not moved: ' + ' '.join(result.held))

@@ -99,8 +99,11 @@ def _move(app, queue, dead, wanted=None):
 
     Stops when nothing more is claimable, when every wanted id was taken,
     or when a page brings back a letter left behind earlier (claims that
-    expired during a very long pass)."""
+    expired during a very long pass) or one of its own copies (its
+    handler still failing, it came back as a dead letter under the copy's
+    id): it is not moved twice."""
     moved, taken, left_behind, passed = [], set(), set(), []
+    copies = set()
     try:
         while wanted is None or not wanted <= taken:
             claim, messages = app.connection.claim(
@@ -108,10 +111,12 @@ def _move(app, queue, dead, wanted=None):
                 zd_settings.MIN_CLAIM_TTL)
             if not messages:
                 break
-            came_round = any(m.id in left_behind for m in messages)
+            came_round = any(m.id in left_behind or m.id in copies
+                             for m in messages)
             chosen = [m for m in messages if events.is_envelope(m.body)
-                      and (wanted is None or m.id in wanted)]
-            _repost(app, queue, chosen)
+                      and (wanted is None or m.id in wanted)
+                      and m.id not in copies]
+            copies.update(_repost(app, queue, chosen))
             taken.update(m.id for m in chosen)
             for message in chosen:
                 if _delete(app, dead, message.id, claim.id):
@@ -134,11 +139,13 @@ def _move(app, queue, dead, wanted=None):
 
 
 def _repost(app, queue, messages):
-    """Post the envelopes of ``messages`` to ``queue``, due now."""
-    if messages:
-        app.connection.post(queue, [
-            {'ttl': app.settings.event_ttl, 'delay': 0,
-             'body': dict(m.body, due=time.time())} for m in messages])
+    """Post the envelopes of ``messages`` to ``queue``, due now; the
+    copies' ids."""
+    if not messages:
+        return []
+    return app.connection.post(queue, [
+        {'ttl': app.settings.event_ttl, 'delay': 0,
+         'body': dict(m.body, due=time.time())} for m in messages])
 
 
 def _delete(app, dead, message_id, claim_id):

@@ -97,10 +97,15 @@ class Handler:
         event = events.decode(self.event_type, body['data'])
         token = _current.set(info)
         try:
-            if inspect.iscoroutinefunction(self.function):
-                result = asyncio.run(self.function(event))
-            else:
-                result = self.function(event)
+            result = self.function(event)
+            # Also an object with an async __call__, or a plain decorator
+            # around a coroutine function: what it returns is awaited.
+            if inspect.isawaitable(result):
+                result = asyncio.run(_awaited(result))
         finally:
             _current.reset(token)
         return result is not False
+
+
+async def _awaited(awaitable):
+    return await awaitable

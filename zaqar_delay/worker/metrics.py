@@ -16,7 +16,10 @@ the dead-letter queue's stats, is exact either way.
 """
 
 import collections
+import logging
 import threading
+
+LOG = logging.getLogger(__name__)
 
 
 class Metrics:
@@ -93,8 +96,13 @@ class Tee(Metrics):
         self.sinks = sinks
 
     def _each(self, name, *args):
+        # A sink's failure (its backend away) is logged, never raised:
+        # recording must not change what happens to an event.
         for sink in self.sinks:
-            getattr(sink, name)(*args)
+            try:
+                getattr(sink, name)(*args)
+            except Exception:
+                LOG.exception('metrics sink %r failed on %s', sink, name)
 
     def enqueued(self, event_type, count=1):
         self._each('enqueued', event_type, count)

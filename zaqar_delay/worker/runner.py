@@ -170,8 +170,9 @@ class TypeRunner:
             ok = False
         seconds = time.monotonic() - started
         if ok:
+            acked = self._ack(message, batch)
             self.metrics.handled(self.handler.name, seconds)
-            return self._ack(message, batch)
+            return acked
         self.metrics.failed(self.handler.name, seconds)
         self._count_failure(message.id)
         return False
