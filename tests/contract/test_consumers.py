@@ -715,3 +715,28 @@ def test_a_message_right_after_the_cursor_that_expires_is_lost(
     assert reader.page()[0] == ['c']
     reader.page(marker_c)
     assert reader.options()['lost'] == 1
+
+
+def test_two_requests_of_one_page_at_once_count_lost_once(
+        driver, make_queue, project):
+    """A consumer whose GET timed out retries it while the first is still
+    being served (or runs two connections): both read the same stored
+    state and hand the same page, whose gap counts once. Redis added the
+    loss only when ``handed`` moved forward; MongoDB and Swift counted
+    it twice."""
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    ids = post(driver, queue, project, 'a', 'b', 'c')
+    got, marker = reader.page(limit=1)
+    assert got == ['a']
+    # b goes (another client deletes it) before the consumer gets it.
+    driver.message_controller.delete(queue, ids[1], project=project)
+    messages = driver.message_controller
+    _, stale = messages._consumer(queue, project, str(reader.id))
+    # Both requests read the state before either stores its update.
+    first = messages._consumer_page(queue, project, stale, int(marker), 10)
+    second = messages._consumer_page(queue, project, stale, int(marker),
+                                     10)
+    assert [m['body'] for m in first[0]] == ['c']
+    assert [m['body'] for m in second[0]] == ['c']
+    assert reader.state().lost == 1

@@ -113,10 +113,18 @@ def update(driver, queue, project, consume_id, ack, handed, lost):
         forward[HANDED] = handed
     if forward:
         change['$max'] = forward
-    if lost:
-        change['$inc'] = {LOST: lost}
-    driver.subscriptions.update_one(
-        _where(queue, project, now, consumers.PREFIX + consume_id), change)
+    where = _where(queue, project, now, consumers.PREFIX + consume_id)
+    if lost and handed is not None:
+        # A page handed again (two requests of one page at once, or a
+        # retry) counts its gap once, as on Redis: the loss goes with the
+        # update that moves ``handed`` past its stored value, which one
+        # request alone can do (one document, one atomic update).
+        onward = dict(where, **{'$or': [{HANDED: {'$lt': handed}},
+                                        {HANDED: None}]})
+        if driver.subscriptions.update_one(onward, dict(change, **{
+                '$inc': {LOST: lost}})).matched_count:
+            return
+    driver.subscriptions.update_one(where, change)
 
 
 def restart(driver, queue, project):

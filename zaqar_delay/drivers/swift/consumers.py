@@ -248,9 +248,14 @@ class Consumers:
             if params is None or params.get('gone'):
                 return None
             state = _state(consume_id, params)
+            # A page handed again (two requests of one page at once, or a
+            # retry) counts its gap once: only a page past the last one
+            # handed adds what it lost, as on Redis.
+            onward = handed is not None and (state.handed is None
+                                            or handed > state.handed)
             return {'cur': _max(state.cursor, ack),
                     'h': _max(state.handed, handed),
-                    'lost': state.lost + lost,
+                    'lost': state.lost + (lost if onward else 0),
                     'a': max(now, state.last_active_ms)}
 
         self._write(container(queue, project), consume_id, forward)
