@@ -17,6 +17,7 @@ the list marker is its cursor (zaqar_delay/consumers.py):
 """
 
 import dataclasses
+import time
 import uuid
 
 import pytest
@@ -740,3 +741,36 @@ def test_two_requests_of_one_page_at_once_count_lost_once(
     assert [m['body'] for m in first[0]] == ['c']
     assert [m['body'] for m in second[0]] == ['c']
     assert reader.state().lost == 1
+
+
+def test_resubscribing_after_the_subscription_ran_out_starts_afresh(
+        driver, make_queue, project, clock, monkeypatch):
+    """docs/usage.md: "Deleting the subscription (or its ttl running out)
+    removes the consumer". On Swift a subscription whose ttl ran out left
+    its consumer's state (expiry writes no tombstone), and the consumer
+    subscribed again inherited the old cursor, handed and lost."""
+    queue = make_queue()
+    subs = driver.subscription_controller
+    reader = Reader.__new__(Reader)
+    reader.driver, reader.queue, reader.project = driver, queue, project
+    reader.id = uuid.uuid4()
+    reader.subscriber = 'cursor:' + str(reader.id)
+    reader.sid = subs.create(queue, reader.subscriber, 1, {},
+                             project=project)
+    ids = post(driver, queue, project, 'a', 'b', 'c', ttl=3600)
+    got, marker = reader.page(limit=2)
+    assert got == ['a', 'b']
+    reader.page(marker, limit=1)                   # cursor b, handed c
+    driver.message_controller.delete(queue, ids[0], project=project)
+    # The subscription's ttl (1 s) runs out: on the store's clock
+    # (MongoDB, Redis scripts; past Redis' registration grace too), in
+    # Redis itself (real EXPIRE) and on the API node's wall clock (Swift).
+    time.sleep(2.2)
+    clock.advance(120)
+    real_time = time.time
+    monkeypatch.setattr(time, 'time', lambda: real_time() + 120)
+    assert subs.create(queue, reader.subscriber, 3600, {},
+                       project=project) is not None
+    state = reader.state()
+    assert (state.cursor, state.handed, state.lost) == (None, None, 0)
+    assert reader.page()[0] == ['b', 'c']

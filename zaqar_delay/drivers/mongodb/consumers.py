@@ -124,6 +124,8 @@ def update(driver, queue, project, consume_id, ack, handed, lost):
         if driver.subscriptions.update_one(onward, dict(change, **{
                 '$inc': {LOST: lost}})).matched_count:
             return
+    elif lost:
+        change['$inc'] = {LOST: lost}
     driver.subscriptions.update_one(where, change)
 
 

@@ -225,13 +225,34 @@ class Consumers:
 
     def register(self, queue, project, consume_id):
         now = self.driver.now_ms()
+        c = container(queue, project)
+        # A subscription whose ttl ran out leaves its consumer's versions
+        # (expiry writes no tombstone): subscribed again, it starts afresh
+        # unless its subscription is still live (a create retried, or a
+        # second create of a live subscriber, keeps the state).
+        subscribed = self._subscribed(c, consume_id)
 
         def fresh(params):
             if params is not None and not params.get('gone'):
-                return None
+                state = _state(consume_id, params)
+                untouched = (state.cursor is None and state.handed is None
+                             and not state.lost)
+                if subscribed or untouched:
+                    return None
             return {'lost': 0, 'a': now}
 
-        self._write(container(queue, project), consume_id, fresh)
+        self._write(c, consume_id, fresh)
+
+    def _subscribed(self, c, consume_id):
+        """Whether ``cursor:<consume_id>`` has a live subscription (its
+        ``u/`` entry, by the wall clock as subscriptions.py): one listing
+        of one entry."""
+        name = names.subscriber_obj(consumers.PREFIX + consume_id)
+        found = self.store.listing(c, name, limit=1)
+        if not found or found[0]['name'] != name:
+            return False
+        expires = names.ct_params(found[0].get('content_type')).get('e')
+        return expires is None or int(expires) > int(time.time())
 
     def forget(self, queue, project, consume_id):
         def tombstone(params):
@@ -251,8 +272,8 @@ class Consumers:
             # A page handed again (two requests of one page at once, or a
             # retry) counts its gap once: only a page past the last one
             # handed adds what it lost, as on Redis.
-            onward = handed is not None and (state.handed is None
-                                            or handed > state.handed)
+            onward = (handed is None or state.handed is None
+                      or handed > state.handed)
             return {'cur': _max(state.cursor, ack),
                     'h': _max(state.handed, handed),
                     'lost': state.lost + (lost if onward else 0),
