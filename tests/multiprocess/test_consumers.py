@@ -29,9 +29,6 @@ UPDATES = {'redis': (4, 200), 'mongodb': (4, 50), 'swift': (3, 15)}
 READ = {'redis': (300, 10, 10, 20, 0.01), 'mongodb': (60, 5, 5, 20, 0.01),
         'swift': (40, 10, 10, 10, 0.05)}
 PRODUCERS = 2
-# Where every update adds its lost count. Redis and Swift add it only
-# when the update moves ``handed`` forward (a retried page counts once).
-LOST_ADDS_EVERY_UPDATE = {'mongodb'}
 # Where only the cleaners remove what both consumers read (MongoDB also
 # removes some as it serves reads).
 CLEANUP_ALONE_REMOVES_READ = {'redis', 'swift'}
@@ -62,9 +59,9 @@ def test_racing_updates_only_move_forward_and_add_up(team, backend_name,
     _, found = driver.message_controller._consumer('q', project, A)
     assert found.cursor == max(a for plan in plans for a, _ in plan)
     assert found.handed == max(h for plan in plans for _, h in plan)
+    # Every backend adds an update's lost only when it moves ``handed``
+    # forward (a page handed again counts once): at least the first did.
     assert 1 <= found.lost <= sent
-    if backend_name in LOST_ADDS_EVERY_UPDATE:
-        assert found.lost == sent
 
 
 @pytest.mark.parametrize('backend_name', ['redis', 'mongodb', 'swift'])
