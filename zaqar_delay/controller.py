@@ -293,17 +293,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         horizon = self._reserved_from(queue, project)
         kept = self.retention_of(queue, project)
         client = reader.consume_id
-        # Two listings from the same position, with and without messages
-        # that are not due: the page is what both hold, up to the first
-        # message only the first holds.
+        # One listing with the messages that are not due, which end the
+        # page: a listing of due ones alone would walk the whole delayed
+        # run behind a delayed head on every poll.
         every, _ = self._list(queue, project, start, limit, True, client,
                               True, True, kept)
-        due = {m['id'] for m in self._list(queue, project, start, limit,
-                                           True, client, True, False,
-                                           kept)[0]}
         page = []
         for message in every:
-            if message['id'] not in due or (
+            if message.delayed or (
                     horizon is not None and message.position >= horizon):
                 break
             page.append(message)
@@ -737,16 +734,19 @@ def _parse_marker(marker):
 
 class StoredMessage(dict):
     """Zaqar's message dict, plus the message's position in its queue
-    (the list marker), which Zaqar's contract does not show as a key."""
+    (the list marker) and whether it is not due yet (a persistent
+    consumer's page stops there), which Zaqar's contract does not show
+    as keys."""
 
-    __slots__ = ('position',)
+    __slots__ = ('position', 'delayed')
 
 
 def basic_message(message_id, body, ttl_s, created_ms, now_ms, position,
                   claim_id=None, claim_count=0, include_created=False,
-                  checksum=None):
+                  checksum=None, delayed=False):
     """The message dict Zaqar's transport renders: the keys of Zaqar's own
-    drivers, ``checksum`` only for messages stored with one."""
+    drivers, ``checksum`` only for messages stored with one. ``delayed``:
+    a listing without delayed messages would leave it out."""
     message = StoredMessage(
         id=message_id,
         ttl=ttl_s,
@@ -756,6 +756,7 @@ def basic_message(message_id, body, ttl_s, created_ms, now_ms, position,
         claim_count=claim_count,
     )
     message.position = int(position)
+    message.delayed = delayed
     if checksum:
         message['checksum'] = checksum
     if include_created:

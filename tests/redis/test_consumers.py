@@ -575,3 +575,27 @@ def test_an_expired_subscription_stops_counting_whatever_the_api_clock(
     assert driver.message_controller._live_readers('q', project)[0] == 2
     time.sleep(1.6)
     assert driver.message_controller._live_readers('q', project)[0] == 1
+
+
+# -- work per poll -----------------------------------------------------------
+
+def test_a_poll_behind_a_delayed_head_reads_about_a_page(driver, raw,
+                                                         project, clock):
+    """A consumer polling behind a delayed head gets an empty page (it
+    stops before a message that is not due) and reads about a page of
+    messages, not the delayed run behind the head: the poll repeats
+    until the head is due, and its work must not grow with the queue."""
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 60}, project=project)
+    subscribe(driver, project, A)
+    for start in range(0, 1000, 100):
+        post(driver, 'q', project, *range(start, start + 100), ttl=900)
+    post(driver, 'q', project, 'due', ttl=900, delay=0)
+    raw.config_resetstat()
+    assert page(driver, project, A) == ([], None)
+    stats = raw.info('commandstats')
+    read = stats.get('cmdstat_hmget', {}).get('calls', 0)
+    assert read <= 30, 'a poll read {} messages'.format(read)
+    clock.advance(61)
+    got, _ = page(driver, project, A, limit=5)
+    assert bodies(got) == [0, 1, 2, 3, 4]

@@ -261,3 +261,30 @@ def test_a_message_gc_expired_counts_as_lost_for_a_consumer(
     got, marker = page(driver, project, A, marker=marker)
     assert bodies(got) == ['c']
     assert consumer(driver, project, A).lost == 1
+
+
+def test_a_poll_behind_a_delayed_head_lists_about_a_page(driver, project,
+                                                         clock, monkeypatch):
+    """A consumer polling behind a delayed head gets an empty page (it
+    stops before a message that is not due) from one listing of
+    positions, not from listings that walk the delayed run behind the
+    head: the poll repeats until the head is due."""
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 60}, project=project)
+    subscribe(driver, project, A)
+    for start in range(0, 100, 10):
+        post(driver, 'q', project, *range(start, start + 10), ttl=900)
+    post(driver, 'q', project, 'due', ttl=900, delay=0)
+    listed_prefixes = []
+    listing = driver.store.listing
+
+    def counted(container, prefix, *args, **kwargs):
+        listed_prefixes.append(prefix)
+        return listing(container, prefix, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'listing', counted)
+    assert page(driver, project, A) == ([], None)
+    assert listed_prefixes.count('p/') == 1, listed_prefixes
+    clock.advance(61)
+    got, _ = page(driver, project, A, limit=5)
+    assert bodies(got) == [0, 1, 2, 3, 4]

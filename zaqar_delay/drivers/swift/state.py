@@ -56,7 +56,8 @@ class Message:
         return controller.basic_message(
             self.id, self.body, self.ttl, self.created, now, self.pos,
             claim_id=claim_id, claim_count=claim_count,
-            include_created=include_created, checksum=self.checksum)
+            include_created=include_created, checksum=self.checksum,
+            delayed=self.due > now)
 
 
 class QueueState:

@@ -409,8 +409,8 @@ end
 
 -- Wire format of one message: id, body, ttl, created, claim count,
 -- live claim id ('' if none), position, group ('' if none), body checksum
--- ('' if none).
-local WIRE_FIELDS, WIRE_GROUP = 9, 8
+-- ('' if none), due (ms).
+local WIRE_FIELDS, WIRE_GROUP = 10, 8
 local function emit(out, id, m)
   local n = #out
   out[n + 1] = id
@@ -422,6 +422,7 @@ local function emit(out, id, m)
   out[n + 7] = m.pos
   out[n + 8] = m.group
   out[n + 9] = m.checksum
+  out[n + 10] = m.due
 end
 
 -- Retention (zaqar_delay/retention.py). Scripts that apply it call
