@@ -99,6 +99,10 @@ def test_pool_picks_one_pool_of_every_project(pools, project):
      "source URI 'http://x': the scheme must be one of"),
     (['--source-uri', 'redis://x'], 'name each pool\'s old store with '
      '--pool-source NAME=URI instead of --source-uri'),
+    # A typo of a queue name: it matched nothing and the run exited 0.
+    (['--pool-source', 'pa=redis://x', '--pool-source', 'pb=redis://x',
+      '--queue', 'qa1', '--queue', 'qb9'], '--queue names no queue of the '
+     'selected projects and pools: qb9; nothing moved'),
 ])
 def test_a_bad_selection_is_refused_and_moves_nothing(pools, project, argv,
                                                       error):

@@ -171,6 +171,22 @@ def test_filters_are_repeatable(zaqar_redis, ours, control, migrate,
                      for name in ('q1', 'q3')}
 
 
+def test_a_queue_name_that_matches_nothing_is_refused(zaqar_redis, ours,
+                                                     control, migrate,
+                                                     project):
+    """Tried: --queue q1 --queue qq2 (a typo of q2). It printed "0
+    queues" for qq2's part and exited 0: a typo looked like a move that
+    went well. Refused now, naming it, and q1 does not move either."""
+    for name in ('q1', 'q2'):
+        control.queue_controller.create(name, project=project)
+        zaqar_post(zaqar_redis, name, project, [name])
+    with pytest.raises(SystemExit) as refused:
+        migrate('--project-id', project, '--queue', 'q1', '--queue', 'qq2')
+    assert str(refused.value) == ('--queue names no queue of the selected '
+                                  'projects: qq2; nothing moved')
+    assert listed(ours, 'q1', project) == []
+
+
 def carry_in_altered(ours, monkeypatch, alter):
     """The target's carry_in stores each message as ``alter`` returns it
     (None: not at all), as a target that kept it wrongly would."""

@@ -94,9 +94,21 @@ def main(argv=None, out=sys.stdout):
                                      target.control_driver)
         selected = list(queues.selected(target.control_driver,
                                         _projects(conf), conf.queue))
+        _check_names(conf.queue, selected)
     except errors.InvalidInput as exc:
         sys.exit(str(exc))
     return run(conf, source, target, out, selected)
+
+
+def _check_names(names, selected, where='projects'):
+    """A ``--queue`` that names no selected queue is a typo: refused
+    before anything moves, rather than a run that moves nothing and
+    says all went well."""
+    missing = sorted(set(names) - {queue for _, queue in selected})
+    if missing:
+        raise errors.InvalidInput(
+            '--queue names no queue of the selected {}: {}; nothing '
+            'moved'.format(where, ', '.join(missing)))
 
 
 def _projects(conf):
@@ -144,15 +156,18 @@ def run_pools(conf, store, out):
             'NAME=URI instead of --source-uri')
     plan = pools.planned(store, conf.pool, pools.source_uris(
         conf.pool_source))
+    chosen = [(pool, list(pool.selected(_projects(conf), conf.queue)))
+              for pool in plan]
+    _check_names(conf.queue, [pair for _, selected in chosen
+                              for pair in selected], 'projects and pools')
     status = 0
-    for pool in plan:
+    for pool, selected in chosen:
         # One pool at a time: a source driver reads its URI from the
         # shared [drivers:message_store:<kind>] section when it connects.
         source = sources.open_source(conf, pool.source_uri,
                                      pool.target.control_driver)
         print('pool {}:'.format(pool.name), file=out, flush=True)
-        status |= run(conf, source, pool.target, out,
-                      list(pool.selected(_projects(conf), conf.queue)))
+        status |= run(conf, source, pool.target, out, selected)
     return status
 
 
