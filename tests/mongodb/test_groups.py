@@ -15,6 +15,10 @@ from pymongo import errors as mongo_errors
 
 from tests.contract.helpers import claim, listed, post, stats
 from tests.contract.test_queue_stage import through_pipeline
+from tests.mongodb.examined import Examined
+from tests.mongodb.test_consumers import subscribe
+from tests.mongodb.test_given_up import lost
+from tests.mongodb.test_post_horizon import read_all
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.mongodb import fields
@@ -463,3 +467,134 @@ def test_a_move_lands_a_page_of_messages_at_a_time(driver, project,
     assert pages == [[0, 1], [2, 3], [4]]
     assert [row[1:] for row in layout(driver, 't', project)] == [
         (0, 'r', True)] + [(n, 'b', False) for n in range(1, 5)]
+
+
+def test_a_move_freezes_a_large_group_a_page_at_a_time(
+        driver, project, grouped, monkeypatch):
+    """The freeze read the whole group (its ids and states) with one
+    unbounded find before its commit: a move's memory and the time
+    before its commit grew with the group."""
+    size = 3 * group_moves.FREEZE_BATCH + group_moves.FREEZE_BATCH // 2
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, grouped, project, *[msg('a', n) for n in range(size)],
+         ttl=3600)
+    examined = Examined(monkeypatch)
+    find, returned = driver.messages.find, []
+
+    def counted(*args, **kwargs):
+        found = find(*args, **kwargs)
+        returned.append(len(found))
+        return found
+
+    monkeypatch.setattr(driver.messages, 'find', counted)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == size
+    monkeypatch.undo()
+    assert max(returned) <= group_moves.FREEZE_BATCH
+    assert examined.largest <= group_moves.FREEZE_BATCH
+    assert [row[1:] for row in layout(driver, 't', project)] == [
+        (0, 'r', True)] + [(n, 'b', False) for n in range(1, size)]
+    assert layout(driver, grouped, project) == []
+
+
+def test_members_posted_while_a_move_freezes_stay(driver, project,
+                                                  grouped, monkeypatch):
+    """As on Redis and Swift: the move takes the group up to its last
+    member when the freeze began."""
+    monkeypatch.setattr(group_moves, 'FREEZE_BATCH', 2)
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, grouped, project, *[msg('a', n) for n in range(5)])
+    reserve, posted = reservations.reserve, []
+
+    def posted_meanwhile(*args, **kwargs):
+        if kwargs.get('token', '').endswith(group_moves.PAGE_TOKEN) \
+                and not posted:
+            posted.append(post(driver, grouped, project, msg('a', 5)))
+        return reserve(*args, **kwargs)
+
+    monkeypatch.setattr(reservations, 'reserve', posted_meanwhile)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 5
+    assert posted
+    assert names(listed(driver, 't', project)) == [
+        'a%d' % n for n in range(5)]
+    assert names(claim(driver, grouped, project)[1]) == ['a5']
+
+
+@pytest.mark.parametrize('stopped_at', [3, 4])
+def test_gc_aborts_a_move_stopped_midway_through_its_freeze(
+        driver, project, grouped, clock, monkeypatch, stopped_at):
+    """The mover died after freezing the first page (two members), on
+    the second page's first or second update: gc unfreezes what it
+    froze, and gives up every position it reserved in the target."""
+    monkeypatch.setattr(group_moves, 'FREEZE_BATCH', 2)
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    # A consumer of the target, so gc keeps the given-up positions
+    # (given_up.prune) and its page counts what it skips.
+    consume_id, _ = subscribe(driver, 't', project)
+    post(driver, 't', project, msg('t', 0), ttl=3600)
+    assert len(read_all(driver, 't', project, consume_id)) == 1
+    ids = post(driver, grouped, project, *[msg('a', n) for n in range(5)],
+               ttl=3600)
+    update, frozen = driver.messages.update_one, []
+
+    def dying_update(where, change, *args, **kwargs):
+        if fields.MOVE_ID in change.get('$set', {}):
+            frozen.append(where['_id'])
+            if len(frozen) == stopped_at:
+                raise errors.BackendUnavailable(backend='MongoDB',
+                                                reason='died')
+        return update(where, change, *args, **kwargs)
+
+    monkeypatch.setattr(driver.messages, 'update_one', dying_update,
+                        raising=False)
+    with pytest.raises(errors.BackendUnavailable):
+        driver.message_controller.move_group(grouped, 'a', 't',
+                                             project=project)
+    monkeypatch.undo()
+    assert [row[2] for row in layout(driver, grouped, project)] == (
+        ['m'] * (stopped_at - 1) + ['b'] * (6 - stopped_at))
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
+    driver.gc()
+    assert layout(driver, grouped, project) == [('"a"', 0, 'r', True)] + [
+        ('"a"', n, 'b', False) for n in range(1, 5)]
+    assert given_up_positions(driver, 't', project) == [2, 3, 4, 5]
+    assert driver.moves.raw.count_documents({}) == 0
+    counter = driver.counters.find_one(fields.queue_filter('t', project))
+    assert not counter.get(fields.RESERVATIONS)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 5
+    assert len(read_all(driver, 't', project, consume_id)) == 5
+    assert lost(driver, 't', project, consume_id) == 0
+    assert [m['id'] for m in listed(driver, 't', project)][1:] == ids
+
+
+def test_a_page_left_empty_in_the_middle_of_a_move_is_given_up(
+        driver, project, grouped, monkeypatch):
+    """Only the first page and the last one keep a reservation entry; a
+    member of a page between them deleted while frozen leaves its target
+    position empty, given up through the page range it carries."""
+    monkeypatch.setattr(group_moves, 'FREEZE_BATCH', 2)
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    consume_id, _ = subscribe(driver, 't', project)
+    post(driver, 't', project, msg('t', 0), ttl=3600)
+    assert len(read_all(driver, 't', project, consume_id)) == 1
+    ids = post(driver, grouped, project, *[msg('a', n) for n in range(6)],
+               ttl=3600)
+    move_id = _frozen_move(driver, project, grouped, 't', '"a"')
+    assert [d[fields.MOVE_RANGE] for d in docs(driver, grouped, project)] \
+        == [[2, 2], [2, 2], [4, 2], [4, 2], [6, 2], [6, 2]]
+    driver.message_controller.delete(grouped, ids[3], project=project)
+    assert group_moves._decide(driver, move_id, 'c') == 'c'
+    assert group_moves._finish(driver, grouped, project, move_id,
+                               driver.now()) == 5
+    assert [m['id'] for m in listed(driver, 't', project)][1:] == (
+        ids[:3] + ids[4:])
+    assert given_up_positions(driver, 't', project) == [5]
+    assert len(read_all(driver, 't', project, consume_id)) == 5
+    assert lost(driver, 't', project, consume_id) == 0
+
+
+def given_up_positions(driver, queue, project):
+    return sorted(doc[fields.POSITION] for doc in driver.given_up.raw.find(
+        fields.queue_filter(queue, project)))

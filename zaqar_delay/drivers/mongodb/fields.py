@@ -44,6 +44,8 @@ field    meaning
 ``mt``   that move's target queue
 ``mk``   the position reserved for this message in the target queue
 ``mv``   when the move started, epoch ms (stale moves are finished by gc)
+``mr``   ``[first, count]``: the target positions the move reserved for
+         the page of the group this message was frozen with
 ``pn``   on a sticky queue, the client the head's group is pinned to
          (pins.py): only that client's claims read it
 =======  ==============================================================
@@ -146,6 +148,7 @@ BODY, TTL, CREATED, EXPIRES, DUE = 'b', 't', 'cr', 'e', 'd'
 CLIENT, CLAIM_COUNT, CLAIM, CLAIM_EXPIRES = 'u', 'cc', 'c', 'ce'
 REDELIVERY, GROUP, HEAD, CHECKSUM = 'rd', 'g', 'h', 'cs'
 MOVE_ID, MOVE_TARGET, MOVE_POSITION, MOVE_STARTED = 'mi', 'mt', 'mk', 'mv'
+MOVE_RANGE = 'mr'
 GROUP_CURSOR = 'gr'
 REMOVED = 'rm'
 LENGTH_FLOOR = 'lf'

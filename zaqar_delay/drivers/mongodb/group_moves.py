@@ -9,11 +9,13 @@ source, g group, t target, st, v started}`` with ``st`` ``f`` (freezing),
 1. **register** the move (``st: f``);
 2. **freeze** the head (``r|d -> m``, refused if it is claimed: then
    nothing has changed but the register, and the caller gets
-   GroupInFlight), then every other member (``b -> m``), each frozen
-   message recording the move id ``mi``, its target position ``mk``
-   (reserved from the target's counter, in position order) and ``mv``;
-   a member frozen by another move (an aborted one whose mover went on)
-   refuses the freeze as a claimed head does.
+   GroupInFlight), then every other member (``b -> m``) up to the
+   group's last one when the freeze began, FREEZE_BATCH members read and
+   frozen at a time, each frozen message recording the move id ``mi``,
+   its target position ``mk`` (reserved from the target's counter per
+   page, in position order), its page's reserved range ``mr`` and
+   ``mv``; a member frozen by another move (an aborted one whose mover
+   went on) refuses the freeze as a claimed head does.
    A frozen group is unclaimable, and no advance can promote a frozen
    member: the head keeps ``h`` until it lands, and after that the
    group's lowest member is ``m``, which advance never promotes;
@@ -51,10 +53,16 @@ MOVE_TIMEOUT_MS = 600 * 1000
 # Frozen messages read and landed at a time: what one move holds in
 # memory, whatever the size of the group.
 LAND_BATCH = 100
+# Members of the group read and frozen at a time, for the same reason.
+FREEZE_BATCH = 100
+# Appended to the move id: the token of the reservation of the page
+# being frozen, after the first (no ``.`` or ``$``: reservations.py).
+PAGE_TOKEN = '-page'
 # Tries when the head leaves between reading and freezing it.
 FREEZE_ATTEMPTS = 3
 FREEZING, COMMITTED, ABORTED = 'f', 'c', 'a'
-MOVE_FIELDS = {f.MOVE_ID: '', f.MOVE_POSITION: '', f.MOVE_STARTED: ''}
+MOVE_FIELDS = {f.MOVE_ID: '', f.MOVE_POSITION: '', f.MOVE_STARTED: '',
+               f.MOVE_RANGE: ''}
 
 
 def move(driver, queue, project, group, target, target_policy):
@@ -105,52 +113,92 @@ def _finish_committed(driver, queue, project, group, target, head, now,
 
 
 def _freeze(driver, queue, project, group, target, move_id, head, now):
-    """Step 2. False if the head was claimed (or left) meanwhile, or a
-    member is frozen by another move.
+    """Step 2. False if the head was claimed (or left) meanwhile, a
+    member is frozen by another move, or the move was decided (aborted
+    by gc) while it froze.
 
-    Target positions are reserved first (those left unused are given up
-    when the move is finished), so every message is frozen together with
-    its ``mk`` in one update.
+    The group is read FREEZE_BATCH members at a time in position order,
+    up to its last member when the freeze started (members posted later
+    stay, as on Redis and Swift), and each page is frozen before the
+    next is read.
     """
     members = queries.group_members(queue, project, group)
-    found = driver.messages.find(
-        dict(members.filter, **{f.EXPIRES: {'$gt': now}}),
-        {f.STATE: True}, members.sort, hint=members.index)
-    if any(doc[f.STATE] == f.MOVING for doc in found):
+    last = driver.messages.find(members.filter, {f.POSITION: True},
+                                [(f.POSITION, -1)], 1, members.index)
+    if not last:
+        return False            # the group left meanwhile
+    bounds = {'$lte': last[0][f.POSITION]}
+    where = dict(members.filter, **{f.POSITION: bounds})
+    projection = {f.STATE: True, f.POSITION: True, f.EXPIRES: True}
+    token = move_id
+    while True:
+        page = driver.messages.find(where, projection, members.sort,
+                                    FREEZE_BATCH, members.index)
+        if not _freeze_page(driver, queue, project, group, target, move_id,
+                            token, head, page, now):
+            return False
+        if len(page) < FREEZE_BATCH:
+            return True
+        bounds['$gt'] = page[-1][f.POSITION]
+        # Later pages reserve under a second token, each taking over the
+        # last one's entry, whose positions its frozen members now record
+        # (``mr``); the first page's entry stays, holding the target's
+        # horizon below all of them until the move is finished.
+        token, head = move_id + PAGE_TOKEN, None
+        if driver.moves.find_one({'_id': move_id, 'st': FREEZING},
+                                 {'_id': True}) is None:
+            return False        # gc decided the move: freeze no more
+
+
+def _freeze_page(driver, queue, project, group, target, move_id, token,
+                 head, page, now):
+    """Freeze one page of the group (``head``, None after the first page,
+    with it); whether every member to move in it was frozen.
+
+    Its target positions are reserved first (under ``token``; those left
+    unused are given up when the move is finished), so every message is
+    frozen together with its ``mk`` in one update.
+    """
+    live = [doc for doc in page if doc[f.EXPIRES] > now]
+    if any(doc[f.STATE] == f.MOVING for doc in live):
         # Frozen by another move: one gc aborted while its mover went on
         # freezing (it unfreezes them when it finishes). Moving the rest
         # would split the group.
         return False
-    docs = [doc for doc in found
+    head_id = head and head['_id']
+    docs = [doc for doc in live
             if doc[f.STATE] in (f.BLOCKED, f.WAITING)
-            or doc['_id'] == head['_id']]
-    # Recorded under the move id until the move is finished
+            or doc['_id'] == head_id]
+    if head and head_id not in {doc['_id'] for doc in docs}:
+        return False            # the head left meanwhile
+    if not docs:
+        return True
+    # Recorded under the move's tokens until the move is finished
     # (reservations.py): the target's persistent readers wait for it.
     first, _ = reservations.reserve(driver, target, project, len(docs), now,
-                                    token=move_id)
+                                    token=token)
     position = {doc['_id']: first + rank for rank, doc in enumerate(docs)}
-    if head['_id'] not in position:
-        return False            # the head left meanwhile
-    frozen = {f.STATE: f.MOVING, f.MOVE_ID: move_id, f.MOVE_STARTED: now}
-    where = f.queue_filter(queue, project, **{
-        '_id': head['_id'], f.HEAD: group,
-        f.STATE: {'$in': [f.READY, f.DELAYED]}})
-    if not driver.messages.update_one(where, {'$set': dict(
-            frozen, **{f.MOVE_POSITION: position[head['_id']]})}
-    ).matched_count:
-        return False
+    frozen = {f.STATE: f.MOVING, f.MOVE_ID: move_id, f.MOVE_STARTED: now,
+              f.MOVE_RANGE: [first, len(docs)]}
+    # The head before any other member, so a claimed head refuses the
+    # move before anything else is frozen.
+    docs.sort(key=lambda doc: doc['_id'] != head_id)
     # One update per message (each has its own target position);
     # ``bulk_write`` would save round trips, but mongomock, the test
     # double, cannot run it with current pymongo.
     # A member that is neither blocked nor waiting any more was frozen by
     # another move meanwhile (or left): the move is given up, as above.
     for doc in docs:
-        if doc['_id'] != head['_id'] and not driver.messages.update_one(
-                f.queue_filter(queue, project, **{
-                    '_id': doc['_id'], f.GROUP: group,
-                    f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}),
+        if doc['_id'] == head_id:
+            where = {f.HEAD: group, f.STATE: {'$in': [f.READY, f.DELAYED]}}
+        else:
+            where = {f.GROUP: group,
+                     f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}
+        if not driver.messages.update_one(
+                f.queue_filter(queue, project, _id=doc['_id'], **where),
                 {'$set': dict(frozen, **{
-                    f.MOVE_POSITION: position[doc['_id']]})}).matched_count:
+                    f.MOVE_POSITION: position[doc['_id']]})}
+        ).matched_count:
             return False
     return True
 
@@ -174,20 +222,23 @@ def _finish(driver, queue, project, move_id, now, target_policy=None,
     committed = decided == COMMITTED
     if committed and target_policy is None:
         target_policy = _policy(driver, move_doc['t'], project)
-    landed, moved_groups, floor = 0, {group}, [None]
+    target = move_doc.get('t')
+    landed, moved_groups, floor, page = 0, {group}, [None], None
     for docs in _frozen_pages(driver, queue, project, move_id, committed):
         moved_groups.update(groups.groups_of(docs))
         if committed:
-            landed += _land(driver, queue, project, docs, move_doc['t'],
+            landed += _land(driver, queue, project, docs, target,
                             target_policy, now, floor)
+        page = _give_up_pages_before(driver, target, project, docs, page)
     if not committed:
         _unfreeze(driver, queue, project, move_id, now)
     groups.advance_all(driver, queue, project, list(moved_groups), now)
     if move_doc:
         # What did not land (aborted, left or expired meanwhile) is
         # given up in the target: no consumer there counts it as lost.
-        reservations.give_back_token(driver, move_doc['t'], project,
-                                     move_id)
+        _give_up_page(driver, target, project, page)
+        for token in (move_id, move_id + PAGE_TOKEN):
+            reservations.give_back_token(driver, target, project, token)
     driver.moves.delete_one({'_id': move_id})
     return landed
 
@@ -197,7 +248,8 @@ def _frozen_pages(driver, queue, project, move_id, whole):
     order: ``whole`` documents, else only their groups."""
     frozen = queries.of_move(queue, project, move_id)
     where = dict(frozen.filter)
-    projection = None if whole else {f.GROUP: True, f.POSITION: True}
+    projection = None if whole else {f.GROUP: True, f.POSITION: True,
+                                     f.MOVE_RANGE: True}
     while True:
         docs = driver.messages.find(where, projection, frozen.sort,
                                     LAND_BATCH, frozen.index)
@@ -205,6 +257,28 @@ def _frozen_pages(driver, queue, project, move_id, whole):
         if len(docs) < LAND_BATCH:
             return
         where[f.POSITION] = {'$gt': docs[-1][f.POSITION]}
+
+
+def _give_up_pages_before(driver, target, project, docs, page):
+    """Give up what the freeze pages of ``docs`` (``mr``) before the last
+    one left empty in ``target``: ``docs`` come in position order, each
+    page's members one after another, so every member of those pages is
+    finished. Returns that last page (``page``, the one still pending
+    before ``docs``, if they name none)."""
+    for doc in docs:
+        frozen_with = doc.get(f.MOVE_RANGE)
+        if frozen_with is not None and frozen_with != page:
+            _give_up_page(driver, target, project, page)
+            page = frozen_with
+    return page
+
+
+def _give_up_page(driver, target, project, page):
+    """A page's positions (``[first, count]``) that hold no message in
+    ``target`` (unknown once the move is forgotten) recorded as given
+    up. Pages after the first keep no reservation entry of their own."""
+    if page is not None and target is not None:
+        reservations.give_up_empty(driver, target, project, *page)
 
 
 def _land(driver, queue, project, docs, target, policy, now, floor=None):

@@ -166,17 +166,26 @@ def give_back(driver, queue, project, token, entry, still=None):
     of its range that hold no message as given up: one read of the
     position index over the writer's own range. An entry of an earlier
     version of this driver, without its count, is only removed."""
-    reserved = range(entry[START], entry[START] + entry.get(COUNT, 0))
-    if reserved:
-        where = f.queue_filter(queue, project, **{f.POSITION: {
-            '$gte': reserved.start, '$lt': reserved.stop}})
-        stored = {doc[f.POSITION] for doc in driver.messages.find(
-            where, {f.POSITION: True, '_id': False}, hint='zd_position')}
-        given_up.record(driver, queue, project, [
-            position for position in reserved if position not in stored])
+    give_up_empty(driver, queue, project, entry[START],
+                  entry.get(COUNT, 0))
     field = f.RESERVATIONS + '.' + token
     driver.counters.update_one(
         dict(f.queue_filter(queue, project),
              **{field + '.' + key: value
                 for key, value in (still or {}).items()}),
         {'$unset': {field: ''}})
+
+
+def give_up_empty(driver, queue, project, first, count):
+    """Record the positions ``first`` .. ``first + count - 1`` that hold
+    no message as given up: one read of the position index over that
+    range (a writer's own)."""
+    reserved = range(first, first + count)
+    if not reserved:
+        return
+    where = f.queue_filter(queue, project, **{f.POSITION: {
+        '$gte': reserved.start, '$lt': reserved.stop}})
+    stored = {doc[f.POSITION] for doc in driver.messages.find(
+        where, {f.POSITION: True, '_id': False}, hint='zd_position')}
+    given_up.record(driver, queue, project, [
+        position for position in reserved if position not in stored])
