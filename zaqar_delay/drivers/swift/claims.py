@@ -114,7 +114,7 @@ class ClaimController(controller.ClaimController):
             while fresh and len(won) < limit:
                 chunk, fresh = self._chunk(fresh, limit - len(won), taken)
                 self._round(qs, policy, project, now, mode, claim_id,
-                            record, chunk, won, taken)
+                            record, chunk, won, taken, keep)
             if qs.advanced != advanced and len(won) < limit:
                 # A head left: its group's next member may sort before the
                 # marker. List again from the start (seen entries skipped).
@@ -252,9 +252,10 @@ class ClaimController(controller.ClaimController):
         return chunk, rest
 
     def _round(self, qs, policy, project, now, mode, claim_id, record,
-               chunk, won, taken):
+               chunk, won, taken, keep):
         """Attempt ``chunk`` in parallel; dead-letter at once the
-        messages whose attempts ran out, so their groups move on."""
+        messages whose attempts ran out, so their groups move on. One
+        that ``keep`` no longer keeps is removed instead (_attempts)."""
         kinds = [self._kind(policy, entry[2], mode, claim_id)
                  for entry in chunk]
         if mode == 'claim':
@@ -262,7 +263,7 @@ class ClaimController(controller.ClaimController):
             self._record(qs, claim_id, record, [
                 [entry[1], entry[0], entry[2], entry[3], entry[4]]
                 for entry, kind in zip(chunk, kinds) if kind == claim_id])
-        results = self._attempts(qs, now, chunk, kinds, claim_id)
+        results = self._attempts(qs, now, chunk, kinds, claim_id, keep)
         dead = []
         for entry, kind, message in zip(chunk, kinds, results):
             if message is None or kind == names.DEAD:
@@ -304,12 +305,13 @@ class ClaimController(controller.ClaimController):
         self._store.put(qs.c, names.expiry_obj(record['e'], claim_id),
                         content_type=names.hint_type(record))
 
-    def _attempts(self, qs, now, chunk, kinds, op):
+    def _attempts(self, qs, now, chunk, kinds, op, keep):
         """Win attempt ``entry`` of each message of ``chunk``: its
         message, or None. Every lock is proposed before any is read back,
         so the chunk waits ``create_settle_time`` once, and the messages
         are read during that wait. A pop's lock names the pop (``op``),
-        whose outcome decides."""
+        whose outcome decides. A message won that ``keep`` no longer
+        keeps is removed, not handed out (_past_time)."""
         tokens = self._store.parallel(
             lambda item: self._propose(qs, now, *item, op=op),
             list(zip(chunk, kinds)))
@@ -344,9 +346,37 @@ class ClaimController(controller.ClaimController):
                   in zip(proposed, won, looked_up)]
         kept = self._store.parallel(
             lambda check: self._confirmed(qs, now, *check), checks)
+        # A message carried in from another store keeps its age at a new
+        # position, which the cut (positions) passes only ``time`` after
+        # it came. Judged here, on the record read during the settle
+        # wait, its ``cr`` costs a kept message no request; carried in
+        # the filings instead, every filer (settling, redelivery, a
+        # group's advance) would have to know it.
+        old = [check[0] for check, message in zip(checks, kept)
+               if message is not None
+               and not keep.keeps(message.pos, message.created)]
+        if old:
+            self._past_time(qs, now, old)
+        gone = {entry[5] for entry in old}
         outcome = {check[0][5]: message
-                   for check, message in zip(checks, kept)}
+                   for check, message in zip(checks, kept)
+                   if check[0][5] not in gone}
         return [outcome.get(entry[5]) for entry in chunk]
+
+    @staticmethod
+    def _past_time(qs, now, entries):
+        """Remove the messages of ``entries``, whose attempts this claim
+        or pop won, as retention's cleanup would (counted): left to a
+        later claim, each would cost it a lock again. A Swift error
+        leaves them held by this operation's locks, which gc and the
+        cleanup deal with once it is over; never handed out."""
+        try:
+            swift_retention.take_over(qs, [
+                ({'id': entry[1], 'pos': entry[0], 'g': entry[3]},
+                 entry[2]) for entry in entries], now)
+        except errors.BackendUnavailable:
+            LOG.warning('Swift: messages of %s past retention\'s time are '
+                        'left to the cleanup', qs.c, exc_info=True)
 
     def _propose(self, qs, now, entry, kind, op):
         """(owner token, True if written) of this entry's lock, or None

@@ -9,6 +9,7 @@ from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
 from zaqar_delay import sticky
+from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import group_admin
@@ -59,8 +60,9 @@ class MessageController(controller.MessageController):
         return self._insert(queue, project, messages, client_uuid)
 
     def _insert(self, queue, project, messages, client_uuid, copies=False):
-        """Store ``messages``: position, message, group entry, and only
-        then the filing that makes it exist (drafts.py). With ``copies``
+        """Store ``messages``: position, message, the mark of those carried
+        in with their age (carried.py), group entry, and only then the
+        filing that makes it exist (drafts.py). With ``copies``
         (dead letters, moved groups) each leaves an ``r/`` marker, and one
         that has a marker already is skipped unless it is still here: gc
         finishing a move that a dead node left midway must not bring back
@@ -79,6 +81,7 @@ class MessageController(controller.MessageController):
             'p': None, 'g': m.group, 'cs': m.checksum}) for m in messages]
         kept = [m for m, ok in zip(
             stored, posts.store(qs, stored, now, copies)) if ok]
+        carried.mark(qs, kept, now)
         self._store.parallel(
             lambda m: qs.make_available(m.pos, m.id, 1, m.due, now,
                                         client=m.client),

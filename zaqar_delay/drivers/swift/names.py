@@ -96,6 +96,12 @@ object                     holds
                            (ms: when something it saw falls due), so a
                            pass with nothing due lists little
                            (summary.py).
+``y/P``                    one insert carried messages in (zaqar-delay-
+                           migrate) at positions P to Content-Type
+                           ``last``, keeping their age: ``cr`` is the
+                           oldest one's. Where retention's cleanup looks
+                           for those past ``time`` above the cut
+                           (carried.py).
 =========================  ==================================================
 
 Persistent consumer state is ``v/<consume_id>/<seq>`` in the subscription
@@ -351,6 +357,11 @@ def cut_obj(position):
 def total_obj(seq):
     """A folded retention count (``n`` removals up to tally ``upto``)."""
     return 't/' + pos(seq)
+
+
+def carried_obj(first_position):
+    """Messages one insert carried in, from ``first_position`` on."""
+    return 'y/' + pos(first_position)
 
 
 def subscription_obj(subscription_id, consumer=False):

@@ -25,11 +25,14 @@ kept when its position is at least the cut and, where a reader has its
 Claims and default listings start their ``a/`` listing at the cut, so the
 messages retention dropped cost them nothing. Positions of posts that
 cross on several API nodes can be out of creation order by the nodes'
-clock skew; readers that have ``cr`` (lists, get, first, stats) check the
-age exactly, a claim trusts the position.
+clock skew, and a message carried in from another store keeps its age
+at a new position (carried.py): every reader checks the age from ``cr``
+too (claims and pops on the message they read to confirm a lock: one
+past ``time`` is removed, never handed out).
 
 **Removal** (:func:`drop`: the cleanup daemon, and claims for dropped
-group heads so their groups move on), per message, in parallel:
+group heads so their groups move on; :func:`take_over`: a claim or pop
+that locked a message past ``time``), per message, in parallel:
 
 1. its latest lock: a live claim keeps it; a pop, dead-letter or move
    lock leaves it to that operation; a ``ret`` lock older than
@@ -51,6 +54,7 @@ tallies after it (``n/``, in name order).
 
 from zaqar_delay import consumers
 from zaqar_delay import retention as retention_rules
+from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import summary
@@ -365,6 +369,20 @@ def drop(qs, victims, now):
     assessed = [r for r in qs.store.parallel(assess, victims) if r]
     results = [r for r in assessed if r[0] != 'lock']
     to_lock = [found for kind, found in assessed if kind == 'lock']
+    return _lock_and_remove(qs, to_lock, results, now)
+
+
+def take_over(qs, held, now):
+    """A claim or pop that won attempt ``k`` of messages retention no
+    longer keeps removes them as :func:`drop` does, with ``l/<id>/<k+1>``
+    (``held``: (``p/`` fields, k)): nobody else locks the attempt after
+    one held. Returns how many it removed and counted."""
+    return _lock_and_remove(qs, held, [], now)[0]
+
+
+def _lock_and_remove(qs, to_lock, results, now):
+    """:func:`drop` from its locks on: ``to_lock`` are (fields, latest
+    attempt), ``results`` what was decided without a lock."""
     lock_type = names.content_type(c=names.RETAIN, t=now)
     won = [pair for pair, ours in zip(to_lock, qs.store.create_many(
         qs.c, [(names.lock_obj(fields['id'], attempt + 1),
@@ -456,12 +474,22 @@ def _latest_lock(qs, message_id):
 
 def clean(qs, retention, now, batch):
     """The backend's ``_clean``: remove up to ``batch`` of the oldest
-    messages ``retention`` no longer keeps. Nothing to remove costs the
-    horizon and one listing, whatever the backlog."""
+    messages ``retention`` no longer keeps, below the cut, then carried
+    in above it (carried.py). Nothing to remove costs the horizon and one
+    round of listings (``p/`` below the cut and, under ``time``, ``y/``),
+    whatever the backlog."""
     # The live claims' members are known whatever the retention: they
     # are passed over (a claimed message is never removed).
-    victims, full = dropped(qs, horizon(qs, retention, now, flights=True),
-                            batch)
+    keep = horizon(qs, retention, now, flights=True)
+    (victims, full), marks = qs.store.parallel(lambda read: read(), [
+        lambda: dropped(qs, keep, batch),
+        lambda: carried.marks(qs, keep)])
+    if marks and len(victims) < batch:
+        old, more = carried.past_time(qs, keep, marks,
+                                      batch - len(victims))
+        victims, full = victims + old, full or more
+    elif marks:
+        full = True
     if not victims:
         return 0, False
     count, progress = drop(qs, victims, now)
