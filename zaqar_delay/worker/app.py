@@ -79,7 +79,9 @@ class App:
         names the type) or JSON data with ``type`` naming it; ``context``
         is a dict of JSON values the handler sees as
         :func:`event_context`. Zaqar bounds ``delay`` by its
-        ``max_message_delay`` (900 s by default)."""
+        ``max_message_delay`` (900 s by default). The event's message
+        lives ``delay`` + ``event_ttl`` seconds, at most 14 days (Zaqar's
+        default ``max_message_ttl``)."""
         [message_id] = self.enqueue_many([event], delay, context, type)
         return message_id
 
@@ -87,7 +89,14 @@ class App:
         """:meth:`enqueue` for several events of one type, posted 20 to a
         request (Zaqar's default page); returns their message ids. Nothing
         is posted if any event cannot be encoded."""
-        zd_settings.check_int('delay', delay, 0, 14 * zd_settings.DAY)
+        # A delay that leaves an event no minute to live after it is due
+        # once its ttl is cut to MAX_MESSAGE_TTL is refused.
+        zd_settings.check_int('delay', delay, 0, zd_settings.MAX_MESSAGE_TTL
+                              - zd_settings.MIN_MESSAGE_TTL)
+        # Zaqar refuses a ttl above its max_message_ttl: an event whose
+        # delay plus event_ttl exceeds it lives that much less after due.
+        ttl = min(delay + self.settings.event_ttl,
+                  zd_settings.MAX_MESSAGE_TTL)
         names, messages = set(), []
         due = time.time() + delay
         for event in events_:
@@ -97,9 +106,9 @@ class App:
                 raise events.EventError('enqueue needs type= for a {} event'
                                         .format(event.__class__.__name__))
             names.add(name)
-            messages.append({'ttl': delay + self.settings.event_ttl,
-                             'delay': delay, 'body': events.envelope(
-                                 name, data, context, due)})
+            messages.append({'ttl': ttl, 'delay': delay,
+                             'body': events.envelope(name, data, context,
+                                                     due)})
         if len(names) > 1:
             raise events.EventError('enqueue_many takes events of one type; '
                                     'got {}'.format(sorted(names)))
@@ -148,10 +157,19 @@ class App:
         handler = handlers.Handler(event_type, function, parallelism,
                                    max_attempts, retry_delay)
         self.remove_handler(handler.name)
-        with self._lock:
-            self._handlers[handler.name] = handler
-            if self._running:
-                self._start_runner(handler)
+        replaced = None
+        try:
+            with self._lock:
+                self._handlers[handler.name] = handler
+                # Another add_handler of this type may have started its
+                # runner since our remove_handler: the last one in wins.
+                replaced = self._runners.pop(handler.name, None)
+                if self._running:
+                    self._runners[handler.name] = self._start_runner(
+                        handler)
+        finally:
+            if replaced is not None:
+                replaced.stop(self._timeout(None))
         return handler
 
     def remove_handler(self, event_type, timeout=None):
@@ -177,30 +195,43 @@ class App:
         queue = self.queue_for(handler.name)
         self.connection.ensure_queue(events.dead_letter_queue(queue), {})
         self._ensure_event_queue(queue, self._retry_policy(handler))
-        self._runners[handler.name] = runner.TypeRunner(
-            self.connection, handler, queue, self.settings,
-            self.metrics).start()
+        return runner.TypeRunner(self.connection, handler, queue,
+                                 self.settings, self.metrics).start()
 
     # -- running -------------------------------------------------------
 
     def start(self):
-        """Start every handler's claim loop and return at once."""
-        with self._lock:
-            if self._running:
-                return self
-            self._closed.clear()
-            self._running = True
-            for handler in self._handlers.values():
-                self._start_runner(handler)
+        """Start every handler's claim loop and return at once. If one
+        cannot start (its queues cannot be set up), :meth:`close` stops
+        those already started and the error is raised: the app is not
+        running, and a later start() starts every handler again."""
+        try:
+            with self._lock:
+                if self._running:
+                    return self
+                self._closed.clear()
+                self._running = True
+                for handler in self._handlers.values():
+                    self._runners[handler.name] = self._start_runner(
+                        handler)
+        except BaseException:
+            self.close()
+            raise
         self._stats_thread = threading.Thread(
             target=self._stats_loop, name='zd-stats', daemon=True)
         self._stats_thread.start()
         return self
 
     def run(self):
-        """:meth:`start`, then block until :meth:`close` finishes."""
-        self.start()
-        self._closed.wait()
+        """:meth:`start`, then block until :meth:`close` finishes. Ctrl-C
+        (``KeyboardInterrupt``) or any other exception raised meanwhile
+        closes the app, then propagates."""
+        try:
+            self.start()
+            self._closed.wait()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self, timeout=None):
         """Stop claiming, release claimed events that have not started and

@@ -7,6 +7,10 @@ import numbers
 # Zaqar refuses claim ttl and grace under a minute (transport/validation.py).
 MIN_CLAIM_TTL = 60
 DAY = 86400
+# Zaqar refuses a message whose ttl is under a minute or above
+# [transport] max_message_ttl, 14 days unless the operator raised it.
+MIN_MESSAGE_TTL = 60
+MAX_MESSAGE_TTL = 14 * DAY
 
 
 def check_int(field, value, low, high):
@@ -50,7 +54,8 @@ class Settings:
     max_attempts: int = 3
     #: seconds before a failed event is due again
     retry_delay: int = 10
-    #: seconds an event lives after it is due, and in the dead-letter queue
+    #: seconds an event lives after it is due (less when its delay plus
+    #: this exceeds ``MAX_MESSAGE_TTL``), and in the dead-letter queue
     event_ttl: int = 3 * DAY
     dead_letter_ttl: int = 7 * DAY
     #: seconds close() waits for running handlers

@@ -1,0 +1,215 @@
+"""Starting and stopping an app: racing add_handler calls, a start that
+fails half-way, Ctrl-C in run(), and the ttl an event is posted with
+(suspected by a review; each test failed before its fix)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from tests.worker.helpers import make_app
+from tests.worker.helpers import wait_for
+from zaqar_delay.worker import runner
+from zaqar_delay.worker import settings as zd_settings
+
+pytestmark = pytest.mark.integration
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def started_runners(monkeypatch):
+    """Every TypeRunner the app starts, so a test sees one that the app
+    lost track of; any still running are stopped at the end."""
+    started = []
+
+    class RecordedRunner(runner.TypeRunner):
+        def start(self):
+            started.append(self)
+            return super().start()
+
+    monkeypatch.setattr(runner, 'TypeRunner', RecordedRunner)
+    yield started
+    for typed in started:
+        if not typed._stopping.is_set():
+            typed.stop(1)
+
+
+def running(started):
+    return sorted(r.handler.name for r in started
+                  if not r._stopping.is_set())
+
+
+# -- 1. concurrent add_handler -----------------------------------------------
+
+def test_concurrent_add_handler_of_one_type_leaves_no_runner_behind(
+        zaqar_url, project, started_runners, monkeypatch):
+    app = make_app(zaqar_url, project)
+    app.start()
+    # Both calls have removed the earlier handler before either installs
+    # its own: the interleaving that lost a runner.
+    both_removed = threading.Barrier(2, timeout=30)
+    remove = app.remove_handler
+
+    def remove_then_meet(*args, **kwargs):
+        done = remove(*args, **kwargs)
+        both_removed.wait()
+        return done
+
+    monkeypatch.setattr(app, 'remove_handler', remove_then_meet)
+    errors = []
+
+    def add(function):
+        try:
+            app.add_handler('Twice', function)
+        except Exception as exc:
+            errors.append(exc)
+
+    adders = [threading.Thread(target=add, args=(function,))
+              for function in (lambda event: 'first',
+                               lambda event: 'second')]
+    for adder in adders:
+        adder.start()
+    for adder in adders:
+        adder.join(60)
+    try:
+        assert errors == [] and len(started_runners) == 2
+        assert running(started_runners) == ['Twice']
+        assert app._runners['Twice'].handler is app._handlers['Twice']
+    finally:
+        app.close(5)
+    assert running(started_runners) == []
+
+
+# -- 2. a start that fails half-way ----------------------------------------
+
+def test_a_start_that_fails_half_way_stops_what_it_started(
+        zaqar_url, project, started_runners, monkeypatch):
+    app = make_app(zaqar_url, project)
+    handled = []
+    app.add_handler('First', handled.append)
+    app.add_handler('Second', handled.append)
+    ensure_queue = app.connection.ensure_queue
+    failures = ['t-Second-dead']
+
+    def ensure_queue_once_failing(name, metadata):
+        if name in failures:
+            failures.remove(name)
+            raise ConnectionError('zaqar briefly unreachable')
+        return ensure_queue(name, metadata)
+
+    monkeypatch.setattr(app.connection, 'ensure_queue',
+                        ensure_queue_once_failing)
+    with pytest.raises(ConnectionError):
+        app.start()
+    try:
+        # Nothing left running that close() would not know of...
+        assert running(started_runners) == []
+        # ... and a second start starts every type, once.
+        app.start()
+        assert running(started_runners) == ['First', 'Second']
+        app.enqueue({'n': 2}, type='Second')
+        assert wait_for(lambda: handled, 10) == [{'n': 2}]
+    finally:
+        app.close(5)
+    assert running(started_runners) == []
+
+
+# -- 3. Ctrl-C in run() ------------------------------------------------------
+
+# Handles three events one at a time; the first waits for GO_PATH, so the
+# others are still claimed but not started when Ctrl-C comes.
+CTRL_C_CHILD = textwrap.dedent('''
+    import os
+    import signal
+    import sys
+    import time
+
+    from zaqar_delay.worker import App
+    from zaqar_delay.worker import Settings
+
+    # Ctrl-C as in a terminal, even if our parent ignores SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    log_path, go_path = sys.argv[1:]
+    app = App(os.environ['ZD_TEST_URL'],
+              project=os.environ['ZD_TEST_PROJECT'], prefix='t-',
+              settings=Settings(poll_interval=0.1, close_timeout=0.5,
+                                stats_interval=3600))
+
+
+    def write(line):
+        with open(log_path, 'a') as log:
+            log.write(line + '\\n')
+
+
+    def slow(event):
+        write('start {}'.format(event['n']))
+        deadline = time.monotonic() + 60
+        while (event['n'] == 0 and not os.path.exists(go_path)
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        write('end {}'.format(event['n']))
+
+
+    app.add_handler('Slow', slow, parallelism=1)
+    try:
+        app.run()
+    except KeyboardInterrupt:
+        write('interrupted')
+''')
+
+
+def test_ctrl_c_in_run_closes_the_app(zaqar_url, project, tmp_path):
+    log_path, go_path = tmp_path / 'log', tmp_path / 'go'
+
+    def lines():
+        return log_path.read_text().splitlines() if log_path.exists() \
+            else []
+
+    producer = make_app(zaqar_url, project)
+    producer.enqueue_many([{'n': n} for n in range(3)], type='Slow')
+    env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
+    child = subprocess.Popen(
+        [sys.executable, '-c', CTRL_C_CHILD, str(log_path), str(go_path)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    try:
+        assert wait_for(lambda: 'start 0' in lines(), 30), lines()
+        child.send_signal(signal.SIGINT)
+        assert wait_for(lambda: 'interrupted' in lines(), 30), lines()
+        go_path.touch()
+        out, _ = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    stats = producer.connection.stats('t-Slow')
+    # close() ran: the events claimed but not started were released, not
+    # handled after Ctrl-C.
+    assert lines() == ['start 0', 'interrupted', 'end 0'], out
+    assert (stats['claimed'], stats['total']) == (0, 2), out
+    assert child.returncode == 0, out
+
+
+# -- 4. the ttl an event is posted with ---------------------------------------
+
+def test_event_ttl_and_delay_never_exceed_zaqars_max_message_ttl(
+        zaqar_url, project):
+    longest = make_app(zaqar_url, project, event_ttl=14 * zd_settings.DAY)
+    # Zaqar's default max_message_ttl (14 days) refused delay + event_ttl.
+    [message_id] = longest.enqueue_many([{'n': 1}], type='Long', delay=600)
+    [message] = longest.connection.get_many('t-Long', [message_id])
+    assert message.ttl == 1209600
+    # Within the bound, an event lives event_ttl after it is due.
+    default = make_app(zaqar_url, project)
+    [message_id] = default.enqueue_many([{'n': 2}], type='Long', delay=600)
+    [message] = default.connection.get_many('t-Long', [message_id])
+    assert message.ttl == 600 + 3 * zd_settings.DAY
+    # A delay that would leave no time after it is due is refused here.
+    with pytest.raises(ValueError, match='delay must be an integer'):
+        longest.enqueue({'n': 3}, type='Long', delay=14 * zd_settings.DAY)
