@@ -29,7 +29,14 @@ def pytest_collection_modifyitems(items):
     """Under ``--dist loadgroup`` (scripts/test.sh) the tests of a module
     that has a module-scoped fixture (its own zaqar-server, Keystone or
     Swift) all go to one xdist worker, which starts those servers once;
-    every other test goes to whichever worker is free."""
+    every other test goes to whichever worker is free.
+
+    The Keystone group (minutes on one worker) and the tests marked
+    ``slow`` run first: xdist hands out work in collection order, and
+    collected where they fall (tests/tempest, tests/worker near the end)
+    one worker ran them alone while the other had nothing left."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker('keystone')
+               else 1 if item.get_closest_marker('slow') else 2)
     for item in items:
         info = getattr(item, '_fixtureinfo', None)
         if item.get_closest_marker('keystone'):
