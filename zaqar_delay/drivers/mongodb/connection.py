@@ -25,6 +25,9 @@ SCHEMES = {'delay.mongodb': 'mongodb', 'delay.mongodb+srv': 'mongodb+srv',
 PASSED_THROUGH = (mongo_errors.DuplicateKeyError, mongo_errors.BulkWriteError)
 # The code of a write error a unique index refused.
 DUPLICATE_KEY = 11000
+# Documents one delete_all request removes: what a tenant makes without
+# bound (claims, pins, a group's members) goes in requests of this size.
+DELETE_BATCH = 1000
 
 
 def refused_as_duplicates(refused):
@@ -101,6 +104,21 @@ class GuardedCollection:
                 cursor = cursor.hint(hint)
             return list(cursor)
         return self._translate(run)
+
+    def delete_all(self, query, sort=None, batch=None):
+        """Delete every document of ``query``, ``batch`` (DELETE_BATCH)
+        at a time in ``sort`` order, ids read first: no one request's
+        work grows with how many match. Returns how many went."""
+        batch = batch or DELETE_BATCH
+        gone = 0
+        while True:
+            ids = [doc['_id'] for doc in self.find(query, {'_id': True},
+                                                   sort, batch)]
+            if ids:
+                gone += self.delete_many({'$and': [
+                    query, {'_id': {'$in': ids}}]}).deleted_count
+            if len(ids) < batch:
+                return gone
 
     def aggregate(self, pipeline):
         """The pipeline's documents, read within the translation (a

@@ -98,4 +98,4 @@ def lowest_countable(driver, queue, project, counter, oldest):
 def forget_queue(driver, queue, project):
     """The queue is purged: its consumers start again from its
     beginning, and count nothing given up before."""
-    driver.given_up.delete_many(queries.given_up(queue, project).filter)
+    driver.given_up.delete_all(queries.given_up(queue, project).filter)

@@ -38,6 +38,9 @@ LOG = logging.getLogger(__name__)
 ADVANCE_ATTEMPTS = 8
 # Groups checked per queue per gc pass; the next pass resumes after them.
 REPAIR_BATCH = 1000
+# Members one request of a group's purge deletes (Redis and Swift purge
+# a page of 100 at a time too).
+PURGE_BATCH = 100
 
 
 def advance(driver, queue, project, group, now, pinned=True):
@@ -151,12 +154,15 @@ def page(driver, queue, project, marker, limit, now):
 def purge(driver, queue, project, group, now):
     """Delete every member of ``group``, claimed or not; how many.
 
-    A message of the group posted while this runs may survive it; the
-    advance afterwards gives it a head (its poster's own advance may
-    have run while the old head still stood).
+    PURGE_BATCH members a request, from the tail, as on Redis and Swift:
+    the head goes last, so a purge cut short leaves the group's first
+    members with their head. A message of the group posted while this
+    runs may survive it; the advance afterwards gives it a head (its
+    poster's own advance may have run while the old head still stood).
     """
     members = queries.group_members(queue, project, group)
-    deleted = driver.messages.delete_many(members.filter).deleted_count
+    deleted = driver.messages.delete_all(
+        members.filter, [(f.POSITION, -1)], PURGE_BATCH)
     advance(driver, queue, project, group, now)
     return deleted
 

@@ -363,8 +363,8 @@ class MessageController(controller.MessageController):
     def _purge_queue(self, queue, project):
         where = f.queue_filter(queue, project)
         self._delete_messages(where)
-        self.driver.claims.delete_many(where)
-        self.driver.moves.delete_many(where)
+        self.driver.claims.delete_all(where)
+        self.driver.moves.delete_all(where)
         self._keep_positions_only(where)
         given_up.forget_queue(self.driver, queue, project)
         pins.forget_queue(self.driver, queue, project)

@@ -249,5 +249,5 @@ def clients_of(driver, queue, project, groups, now):
 def forget_queue(driver, queue, project):
     """A purged queue keeps no pins and no clients."""
     where = f.queue_filter(queue, project)
-    driver.pins.delete_many(where)
-    driver.sticky_clients.delete_many(where)
+    driver.pins.delete_all(where)
+    driver.sticky_clients.delete_all(where)
