@@ -155,6 +155,32 @@ def test_gc_drops_expired_messages_and_returns_lapsed_claims(driver, clock,
     assert driver.claims.raw.count_documents({}) == 0
 
 
+def test_gc_reads_the_queues_a_page_at_a_time(driver, clock, project,
+                                              monkeypatch):
+    """gc listed every queue's counter in one find, a request and a
+    memory that grow with the queues tenants make; now COUNTER_PAGE (here
+    2) a read, and every queue is still visited."""
+    monkeypatch.setattr(mongodb_driver, 'COUNTER_PAGE', 2)
+    names = ['q{}'.format(n) for n in range(5)]
+    for name in names:
+        driver.queue_controller.create(name, project=project)
+        post(driver, name, project, 'short', ttl=10)
+    clock.advance(11)
+    pages = []
+    find = driver.counters.find
+
+    def counted(*args, **kwargs):
+        found = find(*args, **kwargs)
+        pages.append(len(found))
+        return found
+
+    monkeypatch.setattr(driver.counters, 'find', counted)
+    assert driver.gc().expired == 5
+    assert pages and max(pages) <= 2, pages
+    assert driver.messages.raw.count_documents({fields.PROJECT: project}) \
+        == 0
+
+
 def test_health_reports_reachability(driver):
     assert driver.is_alive() is True
     health = driver._health()

@@ -31,6 +31,8 @@ LOG = logging.getLogger(__name__)
 
 # gc(): expired messages dropped per queue per pass.
 GC_BATCH = 1000
+# gc(): queue counters read a request (one pass holds a page of them).
+COUNTER_PAGE = 1000
 
 
 class DataDriver(base.DataDriver):
@@ -173,11 +175,24 @@ class DataDriver(base.DataDriver):
         result = self.gc_each(
             ('queue {!r} of project {!r}'.format(counter['q'], counter['p']),
              functools.partial(self._gc_queue, counter))
-            for counter in self.counters.find(
-                {}, {'p': True, 'q': True, 'x': True,
-                     fields.GROUP_CURSOR: True}))
+            for counter in self._every_counter())
         LOG.debug('gc pass: %s', result)
         return result
+
+    def _every_counter(self):
+        """Every queue's counter (the fields gc needs), COUNTER_PAGE at a
+        time in ``_id`` order: a pass holds one page, however many queues
+        tenants made."""
+        where = {}
+        while True:
+            page = self.counters.find(
+                where, {'p': True, 'q': True, 'x': True,
+                        fields.GROUP_CURSOR: True}, [('_id', 1)],
+                COUNTER_PAGE)
+            yield from page
+            if len(page) < COUNTER_PAGE:
+                return
+            where = {'_id': {'$gt': page[-1]['_id']}}
 
     def queues(self):
         # A counter with ``x`` is a deleted queue's, kept for its
