@@ -205,14 +205,9 @@ class Consumers:
                                                 subscribed)
 
     def _live(self, queue, project, versions, subscribed):
-        # Subscriptions expire by the wall clock, as subscriptions.py.
-        wall = int(time.time())
-        live = set()
-        for entry in subscribed:
-            expires = names.ct_params(entry.get('content_type')).get('e')
-            if expires is None or int(expires) > wall:
-                live.add(names.parse_subscription(entry['name'])[
-                    len(consumers.PREFIX):])
+        live = {names.parse_subscription(entry['name'])[
+            len(consumers.PREFIX):] for entry in subscribed
+            if _unexpired(entry)}
         newest = {}
         for entry in versions:
             consume_id, seq, params = _parse(entry)
@@ -249,10 +244,8 @@ class Consumers:
         of one entry."""
         name = names.subscriber_obj(consumers.PREFIX + consume_id)
         found = self.store.listing(c, name, limit=1)
-        if not found or found[0]['name'] != name:
-            return False
-        expires = names.ct_params(found[0].get('content_type')).get('e')
-        return expires is None or int(expires) > int(time.time())
+        return bool(found) and found[0]['name'] == name and _unexpired(
+            found[0])
 
     def forget(self, queue, project, consume_id):
         def tombstone(params):
@@ -286,3 +279,10 @@ def _max(stored, new):
     if new is None:
         return stored
     return new if stored is None else max(stored, new)
+
+
+def _unexpired(entry):
+    """Whether a ``u/`` subscription entry is live: subscriptions expire
+    by the wall clock, as subscriptions.py."""
+    expires = names.ct_params(entry.get('content_type')).get('e')
+    return expires is None or int(expires) > int(time.time())
