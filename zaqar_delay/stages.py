@@ -9,8 +9,10 @@ to the next stage (finally Zaqar's queue controller); one that raises stops
 it, so refused metadata is never stored.
 """
 
+from zaqar.common import errors as zaqar_errors
 from zaqar.storage import base as storage_base
 from zaqar.storage import errors as storage_errors
+from zaqar.storage import utils as storage_utils
 
 from zaqar_delay import control_store
 from zaqar_delay import errors
@@ -86,7 +88,11 @@ class PoolingQueueStage:
     pool is one of ours; queues on other drivers' pools pass unchecked.
     Every pool reads one configuration (Zaqar reuses its config object),
     so any of our pools judges the same. It reads the catalogue only, and
-    changes nothing: Zaqar places the queue after it."""
+    changes nothing: Zaqar places the queue after it. A pool is known for
+    ours by the driver class its URI names, before any driver is built:
+    Zaqar's own Redis and MongoDB drivers connect as they are built, and
+    one of those pools down (even one Zaqar never places a queue on, of
+    weight 0) failed the request."""
 
     def __init__(self, driver, control_driver):
         self._catalog = driver._pool_catalog
@@ -103,29 +109,39 @@ class PoolingQueueStage:
 
     def _judge(self, name, metadata, project):
         """One of our drivers that the queue is, or may be, stored on."""
-        from zaqar_delay import driver as zd_driver
-        for storage in self._candidates(name, metadata, project):
-            if isinstance(storage, zd_driver.DataDriver):
-                return storage
+        for pool in self._candidates(name, metadata, project):
+            if _is_ours(pool['uri']):
+                return self._catalog.get_driver(pool['name'])._storage
         return None
 
     def _candidates(self, name, metadata, project):
+        """The pool the queue is in, or the pools its flavor offers."""
         catalog = self._catalog
         flavor = metadata.get('_flavor') if isinstance(metadata,
                                                        dict) else None
         if catalog._catalogue_ctrl.exists(project, name):
-            placed = catalog._catalogue_ctrl.get(project, name)['pool']
-            if catalog._pools_ctrl.get(placed).get('flavor') == flavor:
-                yield catalog.get_driver(placed)._storage
+            placed = catalog._pools_ctrl.get(
+                catalog._catalogue_ctrl.get(project, name)['pool'])
+            if placed.get('flavor') == flavor:
+                yield placed
                 return
         try:
-            offered = catalog._pools_ctrl.get_pools_by_flavor(
+            yield from catalog._pools_ctrl.get_pools_by_flavor(
                 flavor=flavor and catalog._flavor_ctrl.get(
                     flavor, project=project), detailed=True)
         except storage_errors.FlavorDoesNotExist:
             return      # Zaqar answers for that.
-        for pool in offered:
-            yield catalog.get_driver(pool['name'])._storage
+
+
+def _is_ours(uri):
+    """Whether Zaqar loads one of our data drivers for a pool's ``uri``
+    (by its scheme, as Zaqar does; the class only, nothing connects)."""
+    from zaqar_delay import driver as zd_driver
+    try:
+        found = storage_utils.load_storage_impl(uri)
+    except zaqar_errors.InvalidDriver:
+        return False        # Zaqar answers for that.
+    return isinstance(found, type) and issubclass(found, zd_driver.DataDriver)
 
 
 class SubscriptionStage:

@@ -37,23 +37,34 @@ def patch(client, queue, operations):
 def pooled(tmp_path_factory):
     """zaqar-server with ``pooling = true``: flavor ``ours`` has one
     delay.redis pool, flavor ``zaqars`` one pool on Zaqar's own Redis
-    driver (both on one redis-server, different databases)."""
+    driver (both on one redis-server, different databases); flavor
+    ``mixed`` a pool on Zaqar's Redis driver whose redis-server is gone
+    (weight 0: Zaqar never places a queue there), then a delay.redis
+    one."""
     redis_servers = shared.redis_session()
     redis = next(redis_servers)
+    gone_servers = shared.redis_session()
+    gone = next(gone_servers)
     server = zaqar_pools.start_server(
         tmp_path_factory.mktemp('zd-pooled-attributes'), 'delay.redis')
     try:
         project = 'project-' + uuid.uuid4().hex[:8]
-        for pool, uri in (
-                ('ours', 'delay.redis://127.0.0.1:{}/0'.format(redis.port)),
-                ('zaqars', 'redis://127.0.0.1:{}/1'.format(redis.port))):
-            zaqar_pools.admin(server, 'PUT', '/pools/' + pool,
-                              {'weight': 100, 'uri': uri})
-            zaqar_pools.admin(server, 'PUT', '/flavors/' + pool,
-                              {'pool_list': [pool]}, project)
+        for flavor, pools in (
+                ('ours', [('ours', 100, 'delay.redis://127.0.0.1:{}/0')]),
+                ('zaqars', [('zaqars', 100, 'redis://127.0.0.1:{}/1')]),
+                ('mixed', [('gone', 0, 'redis://127.0.0.1:{gone}/0'),
+                           ('ours2', 100, 'delay.redis://127.0.0.1:{}/2')])):
+            for pool, weight, uri in pools:
+                zaqar_pools.admin(server, 'PUT', '/pools/' + pool, {
+                    'weight': weight,
+                    'uri': uri.format(redis.port, gone=gone.port)})
+            zaqar_pools.admin(server, 'PUT', '/flavors/' + flavor, {
+                'pool_list': [pool for pool, _, _ in pools]}, project)
+        next(gone_servers, None)
         yield Client(server.url, project)
     finally:
         server.stop()
+        next(gone_servers, None)
         next(redis_servers, None)
 
 
@@ -95,3 +106,23 @@ def test_queues_of_a_pool_on_zaqars_driver_pass_unchecked(pooled):
         assert reply.status_code == 201, reply.text
     finally:
         pooled.call('DELETE', '/queues/theirs')
+
+
+def test_a_pool_down_that_zaqar_never_places_on_fails_no_put(pooled):
+    """Tried: PUT of a queue of flavor ``mixed``, whose first pool is on
+    Zaqar's Redis driver with its redis-server gone (weight 0), beside a
+    delay.redis pool. Judging the queue's attributes built every offered
+    pool's driver until one was ours, and Zaqar's connects as it is
+    built: the PUT failed though Zaqar places the queue on our pool. Now
+    only our pools' drivers are built."""
+    reply = pooled.call('PUT', '/queues/mixed', json={
+        '_flavor': 'mixed', '_message_group_key': 'g'})
+    try:
+        assert reply.status_code == 201, (reply.status_code, reply.text)
+        refused = pooled.call('PUT', '/queues/mixed-refused', json={
+            '_flavor': 'mixed', '_retention': {'time': 'x'}})
+        assert refused.status_code == 400, (refused.status_code,
+                                            refused.text)
+        assert '_retention' in refused.text
+    finally:
+        pooled.call('DELETE', '/queues/mixed')
