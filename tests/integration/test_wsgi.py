@@ -79,6 +79,24 @@ def test_bad_default_delay_over_rest_is_400_and_makes_no_queue(client, bad):
     assert 'baddelay' not in [queue['name'] for queue in listed]
 
 
+def test_a_put_of_an_existing_queue_checks_its_attributes_too(client):
+    """Zaqar answers a PUT of a queue that exists 204 and leaves its
+    metadata as it was; one whose attributes we refuse is answered 400
+    naming the attribute (bad input gets a clear error: api-ref,
+    queues.inc), and the queue keeps its metadata either way."""
+    assert client.call('PUT', '/queues/again', json={
+        '_default_message_delay': 30}).status_code == 201
+    refused = client.call('PUT', '/queues/again',
+                          json={'_retention': {'time': 'x'}})
+    assert refused.status_code == 400, refused.text
+    assert '_retention' in refused.json()['description']
+    again = client.call('PUT', '/queues/again',
+                        json={'_default_message_delay': 60})
+    assert again.status_code == 204, again.text
+    stored = client.call('GET', '/queues/again').json()
+    assert stored['_default_message_delay'] == 30
+
+
 def test_a_null_default_delay_is_no_default_delay(client):
     """``"_default_message_delay": null`` is the attribute unset: a normal
     queue, where a message's delay has no effect (as
