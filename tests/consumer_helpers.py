@@ -4,6 +4,7 @@ tests/contract/test_consumers.py."""
 
 import uuid
 
+from tests.contract.helpers import post
 from zaqar_delay import consumers
 
 A = str(uuid.UUID('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'))
@@ -29,3 +30,16 @@ def page(driver, project, consume_id, marker=None, limit=10):
 
 def consumer(driver, project, consume_id):
     return driver.message_controller._consumer('q', project, consume_id)[1]
+
+
+def behind_a_delayed_run(driver, project, delayed, per_post):
+    """'q' delaying messages 60 s by default, consumer A subscribed, then
+    ``delayed`` delayed messages (bodies 0, 1, ...; posts of
+    ``per_post``) and one due message behind them."""
+    driver.queue_controller.create(
+        'q', metadata={'_default_message_delay': 60}, project=project)
+    subscribe(driver, project, A)
+    for start in range(0, delayed, per_post):
+        post(driver, 'q', project,
+             *range(start, min(delayed, start + per_post)), ttl=900)
+    post(driver, 'q', project, 'due', ttl=900, delay=0)

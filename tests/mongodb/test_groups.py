@@ -521,6 +521,17 @@ def test_members_posted_while_a_move_freezes_stay(driver, project,
     assert names(claim(driver, grouped, project)[1]) == ['a5']
 
 
+def target_with_a_reader(driver, project):
+    """Grouped queue 't' with one message that a persistent consumer has
+    read: gc keeps the positions given up there (given_up.prune) and the
+    consumer's next page counts what it skips. Returns its consume id."""
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    consume_id, _ = subscribe(driver, 't', project)
+    post(driver, 't', project, msg('t', 0), ttl=3600)
+    assert len(read_all(driver, 't', project, consume_id)) == 1
+    return consume_id
+
+
 @pytest.mark.parametrize('stopped_at', [3, 4])
 def test_gc_aborts_a_move_stopped_midway_through_its_freeze(
         driver, project, grouped, clock, monkeypatch, stopped_at):
@@ -528,12 +539,7 @@ def test_gc_aborts_a_move_stopped_midway_through_its_freeze(
     the second page's first or second update: gc unfreezes what it
     froze, and gives up every position it reserved in the target."""
     monkeypatch.setattr(group_moves, 'FREEZE_BATCH', 2)
-    driver.queue_controller.create('t', metadata=GROUPED, project=project)
-    # A consumer of the target, so gc keeps the given-up positions
-    # (given_up.prune) and its page counts what it skips.
-    consume_id, _ = subscribe(driver, 't', project)
-    post(driver, 't', project, msg('t', 0), ttl=3600)
-    assert len(read_all(driver, 't', project, consume_id)) == 1
+    consume_id = target_with_a_reader(driver, project)
     ids = post(driver, grouped, project, *[msg('a', n) for n in range(5)],
                ttl=3600)
     update, frozen = driver.messages.update_one, []
@@ -575,10 +581,7 @@ def test_a_page_left_empty_in_the_middle_of_a_move_is_given_up(
     member of a page between them deleted while frozen leaves its target
     position empty, given up through the page range it carries."""
     monkeypatch.setattr(group_moves, 'FREEZE_BATCH', 2)
-    driver.queue_controller.create('t', metadata=GROUPED, project=project)
-    consume_id, _ = subscribe(driver, 't', project)
-    post(driver, 't', project, msg('t', 0), ttl=3600)
-    assert len(read_all(driver, 't', project, consume_id)) == 1
+    consume_id = target_with_a_reader(driver, project)
     ids = post(driver, grouped, project, *[msg('a', n) for n in range(6)],
                ttl=3600)
     move_id = _frozen_move(driver, project, grouped, 't', '"a"')

@@ -14,7 +14,8 @@ import pytest
 from localstack.factories import redis as redis_factory
 from localstack.redis_server import RedisServer
 
-from tests.consumer_helpers import (A, B, consumer, make_queue, page,
+from tests.consumer_helpers import (A, B, behind_a_delayed_run,
+                                    consumer, make_queue, page,
                                     subscribe)
 from tests.contract.helpers import bodies, claim, listed, post
 from tests.redis.test_retention import key, raw  # noqa: F401 (a fixture)
@@ -585,12 +586,7 @@ def test_a_poll_behind_a_delayed_head_reads_about_a_page(driver, raw,
     stops before a message that is not due) and reads about a page of
     messages, not the delayed run behind the head: the poll repeats
     until the head is due, and its work must not grow with the queue."""
-    driver.queue_controller.create(
-        'q', metadata={'_default_message_delay': 60}, project=project)
-    subscribe(driver, project, A)
-    for start in range(0, 1000, 100):
-        post(driver, 'q', project, *range(start, start + 100), ttl=900)
-    post(driver, 'q', project, 'due', ttl=900, delay=0)
+    behind_a_delayed_run(driver, project, 1000, 100)
     raw.config_resetstat()
     assert page(driver, project, A) == ([], None)
     stats = raw.info('commandstats')

@@ -9,7 +9,8 @@ these tests look at the Swift objects.
 import time
 import uuid
 
-from tests.consumer_helpers import (A, B, consumer, make_queue, page,
+from tests.consumer_helpers import (A, B, behind_a_delayed_run,
+                                    consumer, make_queue, page,
                                     subscribe)
 from tests.contract.helpers import bodies, listed, post
 from localstack.factories import swift as swift_factory
@@ -269,12 +270,7 @@ def test_a_poll_behind_a_delayed_head_lists_about_a_page(driver, project,
     stops before a message that is not due) from one listing of
     positions, not from listings that walk the delayed run behind the
     head: the poll repeats until the head is due."""
-    driver.queue_controller.create(
-        'q', metadata={'_default_message_delay': 60}, project=project)
-    subscribe(driver, project, A)
-    for start in range(0, 100, 10):
-        post(driver, 'q', project, *range(start, start + 10), ttl=900)
-    post(driver, 'q', project, 'due', ttl=900, delay=0)
+    behind_a_delayed_run(driver, project, 100, 10)
     listed_prefixes = []
     listing = driver.store.listing
 

@@ -90,6 +90,15 @@ def _show(query, states, now):
     return 'zd_state_position'
 
 
+def not_due(doc, now):
+    """Whether a listing without delayed messages (``_show`` without
+    ``d``) leaves ``doc`` out: delayed and waiting messages, and a
+    blocked member an earlier release stored before it was due."""
+    found = doc.get(f.STATE)
+    return found in (f.DELAYED, f.WAITING) or (
+        found == f.BLOCKED and doc.get(f.DUE, 0) > now)
+
+
 def any_live(queue, project, now, sort):
     """Oldest or newest live message, delayed ones too (stats)."""
     return Query(f.MESSAGES,

@@ -252,13 +252,4 @@ def render(doc, now, include_created=False, claim_count=None, claimed=True):
         claim_id=live_claim(doc, now) if claimed else None,
         claim_count=doc[f.CLAIM_COUNT] if claim_count is None
         else claim_count, include_created=include_created,
-        checksum=doc.get(f.CHECKSUM), delayed=not_due(doc, now))
-
-
-def not_due(doc, now):
-    """What a listing without delayed messages leaves out
-    (queries._show): delayed and waiting messages, and a blocked member
-    an earlier release stored before it was due."""
-    found = doc.get(f.STATE)
-    return found in (f.DELAYED, f.WAITING) or (
-        found == f.BLOCKED and doc.get(f.DUE, 0) > now)
+        checksum=doc.get(f.CHECKSUM), delayed=queries.not_due(doc, now))
