@@ -14,6 +14,7 @@ from zaqar_delay.drivers.swift import posts
 def test_racing_creators_of_one_object_have_one_winner(driver, project):
     store = driver.store
     container = names.container(names.MESSAGES, 'race', project)
+    store.put_container(container)
     for round_ in range(5):
         wins, start = [], threading.Barrier(6)
 
@@ -33,6 +34,7 @@ def test_a_lost_reply_to_a_winning_put_still_wins(driver, project,
                                                   monkeypatch):
     store = driver.store
     container = names.container(names.MESSAGES, 'lost', project)
+    store.put_container(container)
     real_put = store.put
 
     def put_twice(*args, **kwargs):

@@ -231,6 +231,7 @@ def test_leaked_locks_go_in_bounded_batches(driver, clock, make_queue,
                                            project, monkeypatch):
     queue = make_queue()
     qs = driver.queue_state(queue, project)
+    driver.store.put_container(qs.c, qs.meta)
     for n in range(3):
         driver.store.create(qs.c, names.lock_obj('gone-%d' % n, 1),
                             content_type=names.content_type(c=names.POP))

@@ -102,3 +102,82 @@ def test_reading_a_deleted_queue_does_not_create_it_again(
     listed(driver, queue, project)
     assert driver.store.container_meta(container) is None
     assert (project, queue) not in set(driver.queues())
+
+
+def _deleting_at_first(driver, monkeypatch, queue, project, prefix):
+    """Delete the queue just before the first write of an object named
+    ``prefix...`` reaches Swift (a deletion landing while that operation
+    is in flight); the names written after it are collected."""
+    put, written = driver.store.put, []
+
+    def put_after_deletion(container, name, *args, **kwargs):
+        if name.startswith(prefix) and not written:
+            stages.QueueStage(driver, driver.control_driver).delete(
+                queue, project)
+        if written or name.startswith(prefix):
+            written.append(name)
+        return put(container, name, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'put', put_after_deletion)
+    return written
+
+
+def _gone(driver, queue, project):
+    container = names.container(names.MESSAGES, queue, project)
+    return (driver.store.container_meta(container) is None
+            and (project, queue) not in set(driver.queues()))
+
+
+def test_a_claim_in_flight_does_not_make_its_deleted_queue_again(
+        driver, make_queue, project, monkeypatch):
+    """A claim's record, expiry hint and locks were written with plain
+    PUTs, which create a missing container: a queue deleted while a
+    claim was between its listing and its locks came back as a container
+    holding a claim and locks, a queue to gc and the exporter that no
+    API call could see or delete."""
+    queue = make_queue()
+    post(driver, queue, project, 'a', 'b')
+    written = _deleting_at_first(driver, monkeypatch, queue, project, 'c/')
+    assert claim(driver, queue, project) == (None, [])
+    monkeypatch.undo()
+    assert any(name.startswith('l/') for name in written), written
+    assert _gone(driver, queue, project)
+
+
+def test_a_release_in_flight_does_not_make_its_deleted_queue_again(
+        driver, make_queue, project, monkeypatch):
+    """Releasing a claim files its messages again (``a/``): the filing
+    landed after the queue's deletion and made its container again."""
+    queue = make_queue()
+    post(driver, queue, project, 'a', 'b')
+    claim_id, _ = claim(driver, queue, project)
+    written = _deleting_at_first(driver, monkeypatch, queue, project, 'a/')
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    monkeypatch.undo()
+    assert written
+    assert _gone(driver, queue, project)
+
+
+def test_a_container_a_proxy_still_takes_for_missing_is_written(
+        driver, make_queue, project, monkeypatch):
+    """A write that never creates a container (everything but a post's
+    positions and a sticky client's activity) asks the container server
+    whether a 404 means the container is gone: a proxy's cache can still
+    hold a container made moments ago as missing, and the claim must not
+    come back empty for it."""
+    queue = make_queue()
+    post(driver, queue, project, 'a')
+    call, missed = driver.store.call, []
+
+    def stale_once(method, container, name=None, *args, **kwargs):
+        if method == 'put_object' and name.startswith('l/') and not missed:
+            missed.append(name)
+            return 404
+        return call(method, container, name, *args, **kwargs) \
+            if name is not None else call(method, container, *args,
+                                          **kwargs)
+
+    monkeypatch.setattr(driver.store, 'call', stale_once)
+    claim_id, messages = claim(driver, queue, project)
+    monkeypatch.undo()
+    assert missed and [m['body'] for m in messages] == ['a']

@@ -521,6 +521,7 @@ def test_a_hint_naming_the_most_members_is_stored_and_listed_whole(
     come back whole in the listing."""
     queue = make_queue()
     qs = driver.queue_state(queue, project)
+    driver.store.put_container(qs.c, qs.meta)
     members = [[str(uuid.uuid4()), 10 ** 19 + n, 1, None, None]
                for n in range(names.HINT_MEMBERS)]
     record = {'e': driver.now_ms() + 60000, 'm': members}

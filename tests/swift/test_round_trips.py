@@ -48,6 +48,7 @@ def test_a_claim_wider_than_the_pool_waits_to_settle_once(
 def test_racing_batches_of_creates_have_one_winner_per_object(driver,
                                                               project):
     container = names.container(names.MESSAGES, 'race-many', project)
+    driver.store.put_container(container)
     items = [('l/m%d/1' % n, {}) for n in range(WIDE)]
     start, results = threading.Barrier(3), []
 

@@ -188,6 +188,7 @@ def test_a_head_filed_for_its_expiry_keeps_its_mark_when_its_pin_goes(
     would hand it out before it is due."""
     queue = make_queue(STICKY)
     qs = driver.queue_state(queue, project)
+    driver.store.put_container(qs.c, qs.meta)
     pinned = names.pinned_obj('client-key', 7, 'an-id', 1)
     for x, name in ((1, pinned), (None, names.pinned_obj('k', 8, 'b', 1))):
         driver.store.put(qs.c, name, content_type=names.content_type(

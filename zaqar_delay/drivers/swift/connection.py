@@ -172,11 +172,16 @@ class Store:
 
     def put(self, container, name, body=b'', content_type=None,
             headers=None, exclusive=False, container_meta=None,
-            recreate=True):
+            recreate=False):
         """PUT an object; with ``exclusive`` only if it does not exist.
-        Returns False on 412 (it existed), True when written. Creates the
-        container on 404, unless not ``recreate`` (housekeeping of a
-        queue that may have been deleted meanwhile: then False)."""
+        Returns False on 412 (it existed), True when written. A container
+        that is gone is created again only with ``recreate``: only the
+        writes that start a queue (a post's positions, a sticky client's
+        activity) make its container; any other write in flight while the
+        queue is deleted (a claim's locks and record, a filing, a pin, a
+        removal marker, gc's summary) would make the deleted queue's
+        container again, with objects nothing ever removes. Such a write
+        returns False."""
         headers = dict(headers or {})
         if exclusive:
             headers['If-None-Match'] = '*'
@@ -191,7 +196,12 @@ class Store:
             if status != 404:
                 return True
             if not recreate:
-                return False
+                # A proxy may take a container made moments ago for a
+                # missing one (its cache): a HEAD asks the container
+                # server itself, and refreshes that cache.
+                if self.container_meta(container) is None:
+                    return False
+                continue
             self.put_container(container, container_meta
                                or self._queue_meta.get(container))
         raise zd_errors.BackendUnavailable(
@@ -200,7 +210,7 @@ class Store:
 
     def create(self, container, name, body=b'', content_type=None,
                headers=None, container_meta=None, token=None,
-               recreate=True):
+               recreate=False):
         """Create an object that must have one creator; True if we are it.
 
         Swift checks ``If-None-Match: *`` when a PUT reaches the object
@@ -220,15 +230,17 @@ class Store:
             self.settle_wait()
         return self.confirm(container, name, token)
 
-    def create_many(self, container, items, meanwhile=None):
+    def create_many(self, container, items, meanwhile=None,
+                    recreate=False):
         """``create`` of each (name, kwargs) item, all PUTs first and then
         all read-backs, so the call waits ``create_settle_time`` once, not
         once per wave of max_parallel_requests; ``meanwhile`` as for
-        ``settle_wait``. True for each one won."""
+        ``settle_wait``, ``recreate`` as for ``put``. True for each one
+        won."""
         tokens = [uuid.uuid4().hex for _ in items]
         wrote = self.parallel(
             lambda pair: self.propose(container, pair[0][0], pair[1],
-                                      **pair[0][1]),
+                                      recreate=recreate, **pair[0][1]),
             list(zip(items, tokens)))
         if any(wrote):
             self.settle_wait(meanwhile)
@@ -239,7 +251,7 @@ class Store:
             list(zip(items, tokens)))
 
     def propose(self, container, name, token, body=b'', content_type=None,
-                headers=None, container_meta=None, recreate=True):
+                headers=None, container_meta=None, recreate=False):
         """The first half of ``create``: the exclusive PUT, tagged with
         ``token``. False if the object existed (412): ours from an earlier
         attempt whose reply was lost, or a rival's; ``confirm`` tells."""
@@ -347,8 +359,8 @@ class Store:
     def queue_meta(self, container, meta):
         """Remember the names of the queue ``container`` holds: a write
         that creates it (the first one need not be a post: a sticky
-        client's activity, a retention cut) stores them with it, and gc
-        finds a queue only by them."""
+        client's activity) stores them with it, and gc finds a queue only
+        by them."""
         if len(self._queue_meta) >= QUEUE_META_KEPT:
             self._queue_meta.clear()
         self._queue_meta[container] = meta

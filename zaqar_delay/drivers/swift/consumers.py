@@ -166,7 +166,7 @@ class Consumers:
                                               + TOMBSTONE_S)}
             if self.store.create(c, _version_obj(consume_id, seq + 1),
                                  content_type=names.content_type(**wanted),
-                                 headers=headers):
+                                 headers=headers, recreate=True):
                 if seq:
                     self.store.delete_many(
                         c, older + [_version_obj(consume_id, seq)])

@@ -305,7 +305,8 @@ def check_layout(store):
     of racing drivers the first stays); refuse one of another version."""
     store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
               json.dumps({'v': LAYOUT_VERSION}).encode(),
-              content_type='application/json', exclusive=True)
+              content_type='application/json', exclusive=True,
+              recreate=True)
     found = store.get_json(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)[1]['v']
     shared_layout.check('Swift', found, LAYOUT_VERSION, 'object {}/{}'.format(
         names.LAYOUT_CONTAINER, names.LAYOUT_OBJ))

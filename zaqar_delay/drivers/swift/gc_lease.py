@@ -66,7 +66,8 @@ class GcLease:
         body = json.dumps({'host': socket.gethostname(), 'pid': os.getpid(),
                            'since': time.time()}).encode()
         if not self.store.create(CONTAINER, OBJECT, body, token=token,
-                                 headers={'X-Delete-After': str(LEASE_S)}):
+                                 headers={'X-Delete-After': str(LEASE_S)},
+                                 recreate=True):
             raise self._refused('Not started:')
         self.token, self.renewed = token, self.clock()
 

@@ -61,9 +61,11 @@ def holder(qs, gk, now):
 def _write_activity(qs, ck, client, at, until, sticky_ms):
     act = {'a': at, 'u': until, 'st': sticky_ms, 'id': client}
     # The end index first: a C/ without its K/ entry would never be swept.
-    qs.store.put(qs.c, names.activity_end_obj(until, ck))
+    # A sticky client's activity is often the first write to its queue
+    # (claims polling it while empty): it may make the container.
+    qs.store.put(qs.c, names.activity_end_obj(until, ck), recreate=True)
     qs.store.put(qs.c, names.activity_obj(ck),
-                 content_type=names.content_type(**act))
+                 content_type=names.content_type(**act), recreate=True)
     qs.activity[ck] = act
 
 

@@ -78,7 +78,7 @@ def allocate(qs, stored, now, meanwhile=None, moved=None):
             (names.position_obj(m.pos), dict(
                 content_type=swift_state.position_type(m, written=now),
                 headers=qs.delete_at(m.expires), container_meta=qs.meta))
-            for m in stored], meanwhile=meanwhile)
+            for m in stored], meanwhile=meanwhile, recreate=True)
         if all(won):
             return
         # Someone posted into our range: give ours back, list again.

@@ -95,7 +95,8 @@ class SubscriptionController(storage.Subscription):
                             _is_consumer(subscription['subscriber'])),
                         json.dumps(data).encode(),
                         content_type='application/json',
-                        headers={'X-Delete-At': str(expires + 1)})
+                        headers={'X-Delete-At': str(expires + 1)},
+                        recreate=True)
 
     def _reserve(self, container, subscriber, subscription_id, ttl):
         """Take a subscriber URI for ``subscription_id``; False if taken by
@@ -106,7 +107,7 @@ class SubscriptionController(storage.Subscription):
         for _ in range(2):
             if self._store.create(container, name, subscription_id.encode(),
                                   content_type=names.content_type(e=expires),
-                                  headers=headers):
+                                  headers=headers, recreate=True):
                 return True
             found = self._store.get(container, name)
             holder = None if found is None else found[1].decode()
@@ -241,7 +242,8 @@ class SubscriptionController(storage.Subscription):
                             names.subscriber_obj(current['subscriber']),
                             subscription_id.encode(),
                             content_type=names.content_type(e=expires),
-                            headers={'X-Delete-At': str(expires + 1)})
+                            headers={'X-Delete-At': str(expires + 1)},
+                            recreate=True)
         if kwargs.get('options') is not None:
             current['options'] = kwargs['options']
         expires = None if kwargs.get('ttl') else _expires(current)
