@@ -18,6 +18,9 @@ docs/mongodb.md):
 * ``create_index`` of an index that exists under that name rebuilds it,
   checking uniqueness without its partial filter: as on MongoDB, it is a
   no-op, so a second driver (a restart) can open a database with messages.
+* pymongo 4.9+ hands each ``UpdateOne`` of a ``bulk_write`` a ``sort``
+  argument, which mongomock's bulk builder does not take: passed on
+  without it when it is None (a sort given is refused).
 * Each insert and update checks every unique index by running a query
   through mongomock's generic filter over every document of the
   collection (about 16 us a document): a backlog of a thousand messages
@@ -100,6 +103,15 @@ def adapt_mongomock():
                     'E11000 Duplicate Key Error', 11000)
 
     collection.Collection._ensure_uniques = ensure_uniques
+
+    original_add_update = collection.BulkOperationBuilder.add_update
+
+    def add_update(self, *args, sort=None, **kwargs):
+        if sort is not None:
+            raise NotImplementedError('mongomock: bulk update with sort')
+        return original_add_update(self, *args, **kwargs)
+
+    collection.BulkOperationBuilder.add_update = add_update
 
     lock = threading.RLock()
 

@@ -328,20 +328,23 @@ def test_a_move_meeting_members_another_move_froze_moves_nothing(
     ids = post(driver, grouped, project, *[msg('a', n) for n in range(4)],
                ttl=3600)
     update, decide = driver.messages.update_one, group_moves._decide
-    first, frozen, retried = [], [], []
+    bulk = driver.messages.bulk_write
+    first, stalled, retried = [], [], []
 
-    def stalling_update(where, change, *args, **kwargs):
+    def head_update(where, change, *args, **kwargs):
         move_id = change.get('$set', {}).get(fields.MOVE_ID)
         if move_id and not first:
             first.append(move_id)
-        if move_id and move_id == first[0] and len(frozen) == 2:
-            frozen.append('stalled')
+        return update(where, change, *args, **kwargs)
+
+    def stalling_bulk(requests, *args, **kwargs):
+        # The mover froze the head, then stalled before the request that
+        # freezes the other members.
+        if not stalled:
+            stalled.append(len(requests))
             clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)
             driver.gc()                         # aborts the first move
-        result = update(where, change, *args, **kwargs)
-        if move_id and move_id == first[0]:
-            frozen.append(where['_id'])
-        return result
+        return bulk(requests, *args, **kwargs)
 
     def retry_before_commit(drv, move_id, wanted):
         if (move_id == first[0] and wanted == group_moves.COMMITTED
@@ -352,13 +355,16 @@ def test_a_move_meeting_members_another_move_froze_moves_nothing(
             retried.append(move_id)
         return decide(drv, move_id, wanted)
 
-    monkeypatch.setattr(driver.messages, 'update_one', stalling_update,
+    monkeypatch.setattr(driver.messages, 'update_one', head_update,
+                        raising=False)
+    monkeypatch.setattr(driver.messages, 'bulk_write', stalling_bulk,
                         raising=False)
     monkeypatch.setattr(group_moves, '_decide', retry_before_commit)
     with pytest.raises(errors.GroupInFlight):
         driver.message_controller.move_group(grouped, 'a', 't',
                                              project=project)
     monkeypatch.undo()
+    assert stalled == [3] and first
     assert retried and listed(driver, 't', project) == []
     assert [m['id'] for m in listed(driver, grouped, project,
                                     include_claimed=True)] == ids
@@ -497,6 +503,42 @@ def test_a_move_freezes_a_large_group_a_page_at_a_time(
     assert layout(driver, grouped, project) == []
 
 
+def test_a_move_freezes_each_page_in_one_request(driver, project, grouped,
+                                                monkeypatch):
+    """The freeze sent one update per member before the move's commit: a
+    group of thousands cost as many round trips before anything moved.
+    Now the head goes on its own (a claimed head refuses the move before
+    anything else is frozen), then each page's other members in one
+    bulk write."""
+    size = 2 * group_moves.FREEZE_BATCH + 10
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, grouped, project, *[msg('a', n) for n in range(size)],
+         ttl=3600)
+    update, bulk, sent = (driver.messages.update_one,
+                          driver.messages.bulk_write, [])
+
+    def counted_update(where, change, *args, **kwargs):
+        if fields.MOVE_ID in change.get('$set', {}):
+            sent.append(1)
+        return update(where, change, *args, **kwargs)
+
+    def counted_bulk(requests, *args, **kwargs):
+        sent.append(len(requests))
+        return bulk(requests, *args, **kwargs)
+
+    monkeypatch.setattr(driver.messages, 'update_one', counted_update,
+                        raising=False)
+    monkeypatch.setattr(driver.messages, 'bulk_write', counted_bulk,
+                        raising=False)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == size
+    monkeypatch.undo()
+    assert sent == [1, group_moves.FREEZE_BATCH - 1,
+                    group_moves.FREEZE_BATCH, 10]
+    assert [row[1:] for row in layout(driver, 't', project)] == [
+        (0, 'r', True)] + [(n, 'b', False) for n in range(1, size)]
+
+
 def test_members_posted_while_a_move_freezes_stay(driver, project,
                                                   grouped, monkeypatch):
     """As on Redis and Swift: the move takes the group up to its last
@@ -535,29 +577,35 @@ def target_with_a_reader(driver, project):
 @pytest.mark.parametrize('stopped_at', [3, 4])
 def test_gc_aborts_a_move_stopped_midway_through_its_freeze(
         driver, project, grouped, clock, monkeypatch, stopped_at):
-    """The mover died after freezing the first page (two members), on
-    the second page's first or second update: gc unfreezes what it
-    froze, and gives up every position it reserved in the target."""
+    """The mover died after freezing the first page (two members),
+    during the second page's request (one bulk write): before any of its
+    updates applied, or after the first. gc unfreezes what it froze, and
+    gives up every position it reserved in the target."""
     monkeypatch.setattr(group_moves, 'FREEZE_BATCH', 2)
     consume_id = target_with_a_reader(driver, project)
     ids = post(driver, grouped, project, *[msg('a', n) for n in range(5)],
                ttl=3600)
-    update, frozen = driver.messages.update_one, []
+    bulk, pages = driver.messages.bulk_write, []
 
-    def dying_update(where, change, *args, **kwargs):
-        if fields.MOVE_ID in change.get('$set', {}):
-            frozen.append(where['_id'])
-            if len(frozen) == stopped_at:
-                raise errors.BackendUnavailable(backend='MongoDB',
-                                                reason='died')
-        return update(where, change, *args, **kwargs)
+    def dying_bulk(requests, *args, **kwargs):
+        # The first page's head is frozen on its own, its other member
+        # by the first bulk write; the second page's dies.
+        pages.append(len(requests))
+        if len(pages) == 2:
+            applied = requests[:stopped_at - 3]
+            if applied:
+                bulk(applied, *args, **kwargs)
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason='died')
+        return bulk(requests, *args, **kwargs)
 
-    monkeypatch.setattr(driver.messages, 'update_one', dying_update,
+    monkeypatch.setattr(driver.messages, 'bulk_write', dying_bulk,
                         raising=False)
     with pytest.raises(errors.BackendUnavailable):
         driver.message_controller.move_group(grouped, 'a', 't',
                                              project=project)
     monkeypatch.undo()
+    assert pages == [1, 2]
     assert [row[2] for row in layout(driver, grouped, project)] == (
         ['m'] * (stopped_at - 1) + ['b'] * (6 - stopped_at))
     clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000 + 1)

@@ -38,6 +38,7 @@ everyone who finishes a move (its mover, or ``gc()`` for moves older than
 import json
 import uuid
 
+import pymongo
 from pymongo import errors as mongo_errors
 
 from zaqar_delay import errors
@@ -180,27 +181,30 @@ def _freeze_page(driver, queue, project, group, target, move_id, token,
     position = {doc['_id']: first + rank for rank, doc in enumerate(docs)}
     frozen = {f.STATE: f.MOVING, f.MOVE_ID: move_id, f.MOVE_STARTED: now,
               f.MOVE_RANGE: [first, len(docs)]}
-    # The head before any other member, so a claimed head refuses the
-    # move before anything else is frozen.
-    docs.sort(key=lambda doc: doc['_id'] != head_id)
-    # One update per message (each has its own target position);
-    # ``bulk_write`` would save round trips, but mongomock, the test
-    # double, cannot run it with current pymongo.
-    # A member that is neither blocked nor waiting any more was frozen by
-    # another move meanwhile (or left): the move is given up, as above.
-    for doc in docs:
-        if doc['_id'] == head_id:
-            where = {f.HEAD: group, f.STATE: {'$in': [f.READY, f.DELAYED]}}
-        else:
-            where = {f.GROUP: group,
-                     f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}
-        if not driver.messages.update_one(
-                f.queue_filter(queue, project, _id=doc['_id'], **where),
+
+    def freezing(doc, **where):
+        return (f.queue_filter(queue, project, _id=doc['_id'], **where),
                 {'$set': dict(frozen, **{
-                    f.MOVE_POSITION: position[doc['_id']]})}
-        ).matched_count:
-            return False
-    return True
+                    f.MOVE_POSITION: position[doc['_id']]})})
+
+    # The head alone first, so a claimed head refuses the move before
+    # anything else is frozen.
+    heads = [doc for doc in docs if doc['_id'] == head_id]
+    if heads and not driver.messages.update_one(*freezing(
+            heads[0], **{f.HEAD: group,
+                         f.STATE: {'$in': [f.READY, f.DELAYED]}})
+    ).matched_count:
+        return False
+    # The others in one request (each has its own target position): a
+    # page costs a round trip, not one per member. One that is neither
+    # blocked nor waiting any more was frozen by another move meanwhile
+    # (or left): the move is given up, as above, and whatever this
+    # request froze is unfrozen with the rest (_unfreeze).
+    others = [pymongo.UpdateOne(*freezing(
+        doc, **{f.GROUP: group, f.STATE: {'$in': [f.BLOCKED, f.WAITING]}}))
+        for doc in docs if doc['_id'] != head_id]
+    return not others or driver.messages.bulk_write(
+        others, ordered=False).matched_count == len(others)
 
 
 def _decide(driver, move_id, wanted):
