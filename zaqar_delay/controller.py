@@ -179,8 +179,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         if kept.consumers_required is None or kept.policy != retention.CLEANUP:
             return kept
         live, lowest, _ = self._live_readers(queue, project, idle=False)
-        return dataclasses.replace(kept, read_through=consumers.read_through_of(
-            kept.consumers_required, live, lowest))
+        return dataclasses.replace(
+            kept, read_through=consumers.read_through_of(
+                kept.consumers_required, live, lowest))
 
     @property
     def _idle_s(self):

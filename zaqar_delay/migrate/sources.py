@@ -244,7 +244,8 @@ def _from_mongo(doc):
     return SourceMessage(
         id=str(doc['_id']), body=doc['b'], created_ms=created_ms,
         expires_ms=int(expires.replace(
-            tzinfo=expires.tzinfo or datetime.timezone.utc).timestamp() * 1000),
+            tzinfo=expires.tzinfo or datetime.timezone.utc
+        ).timestamp() * 1000),
         due_ms=int(doc.get('d', 0) * 1000) or created_ms,
         client_uuid=_poster(doc['u']), checksum=doc.get('cs'))
 

@@ -1,16 +1,16 @@
 """Runs one event type's handler: claims, hands out, acks, retries.
 
-A claim of ``batch_size`` events is made whenever a handler slot is free
-(as a plain claim-then-delete loop would, so the worker costs no more
-requests per event); the events of a batch wait in the pool's queue for a
-slot, under a claim that is renewed while any of them is pending, and
-close() releases those that never started. Each event is acknowledged
-(deleted under its claim) as soon as its handler succeeds. Zaqar releases claims, not messages: a
-failed event is released with its claim once every other event of that
-claim has finished, and is then due again after the queue's
-``_redelivery_delay``; after ``_max_claim_count`` claims the server moves
-it to the dead-letter queue. A crash leaves the claim to expire
-(``claim_ttl``), after which the events are redelivered the same way.
+A claim of ``batch_size`` events is made whenever a handler slot is free (as a
+plain claim-then-delete loop would, so the worker costs no more requests per
+event); the events of a batch wait in the pool's queue for a slot, under a
+claim that is renewed while any of them is pending, and close() releases those
+that never started. Each event is acknowledged (deleted under its claim) as
+soon as its handler succeeds. Zaqar releases claims, not messages: a failed
+event is released with its claim once every other event of that claim has
+finished, and is then due again after the queue's ``_redelivery_delay``; after
+``_max_claim_count`` claims the server moves it to the dead-letter queue. A
+crash leaves the claim to expire (``claim_ttl``), after which the events are
+redelivered the same way.
 """
 
 import collections

@@ -4,9 +4,9 @@ Layout and indexes: fields.py; queries and the index each one uses:
 queries.py and docs/mongodb.md. Time comes from the MongoDB server's clock
 (clock.py): the ``hello`` command's ``localTime``, as an offset to the
 local monotonic clock measured every ``clock_sync_interval`` seconds and
-after a fault, or read once per operation and passed down. Atomicity comes from single-document conditional updates and
-unique indexes; every pymongo call goes through one fault translator
-(connection.py).
+after a fault, or read once per operation and passed down. Atomicity
+comes from single-document conditional updates and unique indexes;
+every pymongo call goes through one fault translator (connection.py).
 """
 
 import functools
@@ -163,12 +163,12 @@ class DataDriver(base.DataDriver):
                 'total': total}
 
     def gc(self):
-        """Settle every queue that has messages: end lapsed claims, promote
-        due messages, drop up to GC_BATCH expired messages each, finish
-        stale group moves, repair group heads (groups.repair, resuming at
-        the queue's cursor), free a batch of idle sticky clients' groups, give back stale position reservations and
-        forget given-up positions no consumer counts any more
-        (given_up.py), then remove what retention no longer keeps
+        """Settle every queue that has messages: end lapsed claims, promote due
+        messages, drop up to GC_BATCH expired messages each, finish stale group
+        moves, repair group heads (groups.repair, resuming at the queue's
+        cursor), free a batch of idle sticky clients' groups, give back stale
+        position reservations and forget given-up positions no consumer counts
+        any more (given_up.py), then remove what retention no longer keeps
         (clean_queue). Each queue is isolated (gc_each). Safe on several
         hosts at once: every step is a conditional update. Returns the
         pass's GcPass."""

@@ -25,11 +25,11 @@ whose declared keys are all still on the source but which touches a
 message hash already moved fails at that command, after its earlier
 writes; with every key declared, Redis would refuse the whole script
 (TRYAGAIN or ASK) before it ran. So slots must not be moved while their
-queues are in use (docs/scaling.md, Redis Cluster). No script touches two queues:
-a dead letter or a moved group leaves through the source's outbox, and
-``outbox.py`` posts it to the target in a separate call. The one global key, the queue
-registry, is only written and read by single commands, never in a script
-or a pipeline with queue keys.
+queues are in use (docs/scaling.md, Redis Cluster). No script touches
+two queues: a dead letter or a moved group leaves through the source's
+outbox, and ``outbox.py`` posts it to the target in a separate call. The
+one global key, the queue registry, is only written and read by single
+commands, never in a script or a pipeline with queue keys.
 
 Queue keys (``Q`` = ``zd:{<project>/<queue>}``):
 
@@ -139,8 +139,9 @@ Only due, unclaimed messages that head their group (or have none) are in
 messages, whatever their number. Scripts move ids from ``delayed`` and
 ``claimed`` into ``avail`` when their time has come (each id once), a
 bounded batch per call inside the same script that claims (gc settles the
-rest), and file a group's next member when its head leaves. A group id enters key names only after ``Q:g:``, JSON-encoded, so it
-cannot reach another key type or, behind the closed hash tag, another slot.
+rest), and file a group's next member when its head leaves. A group id
+enters key names only after ``Q:g:``, JSON-encoded, so it cannot reach
+another key type or, behind the closed hash tag, another slot.
 A client id (Zaqar's Client-ID) enters key names only after ``Q:pg:`` and
 ``Q:pa:``, likewise.
 
@@ -250,7 +251,8 @@ def subscription_keys(queue, project):
 
 
 def notified_key(queue, project):
-    """Zset of the subscriptions Zaqar's notifier reaches (subscriptions.py)."""
+    """Zset of the subscriptions Zaqar's notifier reaches
+    (subscriptions.py)."""
     return queue_prefix(queue, project) + ':notified'
 
 
