@@ -373,6 +373,32 @@ def test_a_move_meeting_members_another_move_froze_moves_nothing(
     assert [m['id'] for m in listed(driver, 't', project)] == ids
 
 
+def target_created_again(driver, project, monkeypatch, posts,
+                         deleted=None):
+    """Before the move lands, target 't' is deleted and created again
+    (its positions start afresh: a deletion keeps the counter a day
+    only) and gets ``posts`` messages n1, n2, ..., the one at index
+    ``deleted`` deleted again."""
+    land, done = group_moves._land, []
+
+    def created_again(*args, **kwargs):
+        if not done:
+            done.append(True)
+            through_pipeline(driver).delete('t', project=project)
+            driver.counters.raw.delete_one({'p': project, 'q': 't'})
+            driver.queue_controller.create('t', metadata=GROUPED,
+                                           project=project)
+            ids = post(driver, 't', project,
+                       *[msg('n', n) for n in range(1, posts + 1)],
+                       ttl=3600)
+            if deleted is not None:
+                driver.message_controller.delete('t', ids[deleted],
+                                                 project=project)
+        return land(*args, **kwargs)
+
+    monkeypatch.setattr(group_moves, '_land', created_again)
+
+
 def test_a_move_whose_target_was_created_again_lands_at_its_tail(
         driver, project, grouped, monkeypatch):
     """The move reserved positions in its target; the target was deleted
@@ -385,19 +411,7 @@ def test_a_move_whose_target_was_created_again_lands_at_its_tail(
     post(driver, 't', project, msg('t', 0))
     post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('a', 3),
          ttl=3600)
-    land, created_again = group_moves._land, []
-
-    def target_created_again(*args, **kwargs):
-        if not created_again:
-            created_again.append(True)
-            through_pipeline(driver).delete('t', project=project)
-            driver.counters.raw.delete_one({'p': project, 'q': 't'})
-            driver.queue_controller.create('t', metadata=GROUPED,
-                                           project=project)
-            post(driver, 't', project, msg('n', 1), msg('n', 2), ttl=3600)
-        return land(*args, **kwargs)
-
-    monkeypatch.setattr(group_moves, '_land', target_created_again)
+    target_created_again(driver, project, monkeypatch, 2)
     assert driver.message_controller.move_group(
         grouped, 'a', 't', project=project) == 3
     monkeypatch.undo()
@@ -405,6 +419,25 @@ def test_a_move_whose_target_was_created_again_lands_at_its_tail(
                                                    'a3']
     assert layout(driver, grouped, project) == []
     assert driver.moves.raw.count_documents({}) == 0
+
+
+def test_a_landing_that_meets_a_taken_position_midway_keeps_the_order(
+        driver, project, grouped, monkeypatch):
+    """A page lands in one ordered bulk write: when the target, created
+    again, holds a message at the second reserved position but not the
+    first, the first lands there, the second at the tail, and the third
+    after it (at or below where the second landed, so at the tail too),
+    never at its own reserved position in front of the second."""
+    driver.queue_controller.create('t', metadata=GROUPED, project=project)
+    post(driver, 't', project, msg('t', 0))
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), msg('a', 3),
+         ttl=3600)
+    target_created_again(driver, project, monkeypatch, 3, deleted=1)
+    assert driver.message_controller.move_group(
+        grouped, 'a', 't', project=project) == 3
+    monkeypatch.undo()
+    assert names(listed(driver, 't', project)) == ['n1', 'a1', 'n3', 'a2',
+                                                   'a3']
 
 
 def test_purge_group_and_stats_count_frozen_and_blocked(driver, project,
@@ -503,27 +536,34 @@ def test_a_move_freezes_a_large_group_a_page_at_a_time(
     assert layout(driver, grouped, project) == []
 
 
-def test_a_move_freezes_each_page_in_one_request(driver, project, grouped,
-                                                monkeypatch):
-    """The freeze sent one update per member before the move's commit: a
-    group of thousands cost as many round trips before anything moved.
-    Now the head goes on its own (a claimed head refuses the move before
-    anything else is frozen), then each page's other members in one
-    bulk write."""
+def test_a_move_freezes_and_lands_each_page_in_one_request(
+        driver, project, grouped, monkeypatch):
+    """The move sent one update per member to freeze it before its
+    commit, and one per member to land it after: a group of thousands
+    cost twice as many round trips. Now the head is frozen on its own (a
+    claimed head refuses the move before anything else is frozen), then
+    each page's other members in one bulk write, and each page lands in
+    one bulk write."""
     size = 2 * group_moves.FREEZE_BATCH + 10
+    assert group_moves.LAND_BATCH == group_moves.FREEZE_BATCH
     driver.queue_controller.create('t', metadata=GROUPED, project=project)
     post(driver, grouped, project, *[msg('a', n) for n in range(size)],
          ttl=3600)
     update, bulk, sent = (driver.messages.update_one,
                           driver.messages.bulk_write, [])
 
+    def kind(change):
+        changed = change.get('$set', {})
+        return ('freeze' if fields.MOVE_ID in changed
+                else 'land' if changed.get(fields.QUEUE) == 't' else None)
+
     def counted_update(where, change, *args, **kwargs):
-        if fields.MOVE_ID in change.get('$set', {}):
-            sent.append(1)
+        if kind(change):
+            sent.append((kind(change), 1))
         return update(where, change, *args, **kwargs)
 
     def counted_bulk(requests, *args, **kwargs):
-        sent.append(len(requests))
+        sent.append((kind(requests[0]._doc), len(requests)))
         return bulk(requests, *args, **kwargs)
 
     monkeypatch.setattr(driver.messages, 'update_one', counted_update,
@@ -533,8 +573,10 @@ def test_a_move_freezes_each_page_in_one_request(driver, project, grouped,
     assert driver.message_controller.move_group(
         grouped, 'a', 't', project=project) == size
     monkeypatch.undo()
-    assert sent == [1, group_moves.FREEZE_BATCH - 1,
-                    group_moves.FREEZE_BATCH, 10]
+    page = group_moves.FREEZE_BATCH
+    assert sent == [('freeze', 1), ('freeze', page - 1), ('freeze', page),
+                    ('freeze', 10), ('land', page), ('land', page),
+                    ('land', 10)]
     assert [row[1:] for row in layout(driver, 't', project)] == [
         (0, 'r', True)] + [(n, 'b', False) for n in range(1, size)]
 

@@ -251,19 +251,31 @@ def claim_again_after_a_lost_delete_reply(driver, queue, project,
 def test_a_move_group_retried_after_a_lost_landing_reply_finishes_it(
         driver, make_queue, project, monkeypatch):
     """A committed move landed its first message and the reply was lost
-    (503). The retry answered GroupInFlight, the group split between the
-    two queues (the rest frozen, seen in neither) until gc finished the
-    move MOVE_TIMEOUT later, and the landed part had no head."""
+    (503; the page's bulk write was cut after its first update). The
+    retry answered GroupInFlight, the group split between the two queues
+    (the rest frozen, seen in neither) until gc finished the move
+    MOVE_TIMEOUT later, and the landed part had no head."""
     target = make_queue(GROUPED)
     queue = make_queue(GROUPED)
     post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2},
          ttl=3600)
-    lose_reply_once(monkeypatch, driver.messages, 'update_one',
-                    when=_lands_in(target))
+    bulk, cut = driver.messages.bulk_write, []
+
+    def cut_after_the_first(requests, *args, **kwargs):
+        if not cut and _lands_in(target)(None, requests[0]._doc):
+            cut.append(len(requests))
+            bulk(requests[:1], *args, **kwargs)
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason='reply lost')
+        return bulk(requests, *args, **kwargs)
+
+    monkeypatch.setattr(driver.messages, 'bulk_write', cut_after_the_first,
+                        raising=False)
     with pytest.raises(errors.BackendUnavailable):
         driver.message_controller.move_group(queue, 'a', target,
                                              project=project)
     monkeypatch.undo()
+    assert cut == [2]
     assert driver.message_controller.move_group(queue, 'a', target,
                                                 project=project) == 1
     assert [m['body']['n'] for m in listed(driver, target, project)] == [1, 2]

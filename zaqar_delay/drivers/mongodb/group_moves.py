@@ -43,6 +43,7 @@ from pymongo import errors as mongo_errors
 
 from zaqar_delay import errors
 from zaqar_delay import rules
+from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields as f
 from zaqar_delay.drivers.mongodb import groups
 from zaqar_delay.drivers.mongodb import queries
@@ -292,10 +293,12 @@ def _land(driver, queue, project, docs, target, policy, now, floor=None):
     and created again meanwhile, its counter starting afresh) lands at a
     new one, and so does every later one at or below the last position
     landed (``floor``, [position or None], kept from page to page), so
-    the group keeps its order."""
+    the group keeps its order. Those landing at their reserved positions
+    go in one ordered bulk write, which stops at a taken one."""
     landed, target_groups = 0, []
     floor = [None] if floor is None else floor
     try:
+        landings = []
         for doc in docs:
             where = f.queue_filter(queue, project, **{
                 '_id': doc['_id'], f.STATE: f.MOVING,
@@ -305,28 +308,61 @@ def _land(driver, queue, project, docs, target, policy, now, floor=None):
                     f.EXPIRES: {'$lte': now}}))
                 continue            # expired meanwhile: nothing to carry
             group, change = _landing(doc, target, policy, now)
-            position = change['$set'][f.POSITION]
             # Counted before its update: the reply may be lost after it
             # landed the message, and its group must advance there then.
+            # (One that did not land is advanced for nothing: harmless.)
             target_groups.append(group)
-            if floor[0] is not None and position <= floor[0]:
-                matched = _land_at_tail(driver, target, project, where,
-                                        change, now)
-            else:
-                try:
-                    matched = driver.messages.update_one(
-                        where, change).matched_count
-                except mongo_errors.DuplicateKeyError:
-                    matched = _land_at_tail(driver, target, project, where,
-                                            change, now)
-            if matched:
-                landed += 1
-                floor[0] = max(floor[0] or 0, position)
-            else:
-                target_groups.pop()
+            landings.append((where, change))
+        while landings:
+            at_reserved = _reserved_run(landings, floor[0])
+            done, matched = _land_run(driver, at_reserved)
+            landed += matched
+            if done:
+                floor[0] = max(floor[0] or 0,
+                               at_reserved[done - 1][1]['$set'][f.POSITION])
+            landings = landings[done:]
+            if landings:
+                # Its position is taken (or at or below one a message
+                # took at the tail): at the tail, and so is every later
+                # one of the group.
+                where, change = landings.pop(0)
+                if _land_at_tail(driver, target, project, where, change,
+                                 now):
+                    landed += 1
+                    floor[0] = max(floor[0] or 0,
+                                   change['$set'][f.POSITION])
     finally:
         groups.advance_all(driver, target, project, target_groups, now)
     return landed
+
+
+def _reserved_run(landings, floor):
+    """The landings from the first that can go to their reserved
+    positions (above ``floor``) in one request."""
+    run = []
+    for where, change in landings:
+        if floor is not None and change['$set'][f.POSITION] <= floor:
+            break
+        run.append((where, change))
+    return run
+
+
+def _land_run(driver, run):
+    """Land ``run`` at their reserved positions in one ordered bulk
+    write: (how many were written before one met a taken position, how
+    many of those matched a frozen message)."""
+    if not run:
+        return 0, 0
+    try:
+        return len(run), driver.messages.bulk_write(
+            [pymongo.UpdateOne(where, change) for where, change in run],
+            ordered=True).matched_count
+    except mongo_errors.BulkWriteError as refused:
+        if not connection.refused_as_duplicates(refused):
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason=refused)
+        details = refused.details
+        return details['writeErrors'][0]['index'], details['nMatched']
 
 
 def _landing(doc, target, policy, now):
