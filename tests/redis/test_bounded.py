@@ -360,3 +360,37 @@ def test_a_gc_visit_takes_a_bounded_part_of_an_abandoned_move(
         visits)
     assert [m['body']['n'] for m in listed(driver, 't', project)] == list(
         range(500))
+
+
+def test_gc_finds_an_abandoned_dead_letter_behind_a_batch_of_young_ones(
+        driver, project, raw, clock, monkeypatch):
+    """gc looked at the first GC_BATCH outbox entries by position only: a
+    dead letter whose copy died (its API node stopped) waited behind as
+    many younger ones, for as long as moves kept coming ahead of it. It
+    now looks a batch further each call, from the start again once it
+    reached the end."""
+    from zaqar_delay.drivers.redis import driver as redis_driver
+    from zaqar_delay.drivers.redis import keys
+    from zaqar_delay.drivers.redis import outbox
+    driver.queue_controller.create('dlq', project=project)
+    driver.queue_controller.create('q', project=project, metadata={
+        '_max_claim_count': 1, '_dead_letter_queue': 'dlq'})
+    young = redis_driver.GC_BATCH + 10
+    post(driver, 'q', project, *range(young), ttl=3600)
+    post(driver, 'q', project, 'old', ttl=3600)
+    assert len(claim(driver, 'q', project, limit=young, ttl=600)[1]) == young
+    assert bodies(claim(driver, 'q', project, limit=1, ttl=60)[1]) == ['old']
+    transfer = outbox.transfer
+    # Every copy dies before it starts: the entries stay in the outbox.
+    monkeypatch.setattr(outbox, 'transfer', lambda *args, **kwargs: None)
+    clock.advance(61)
+    assert claim(driver, 'q', project)[1] == []     # 'old' dead-lettered
+    clock.advance(600)
+    assert claim(driver, 'q', project, limit=young)[1] == []
+    monkeypatch.setattr(outbox, 'transfer', transfer)
+    box = keys.queue_prefix('q', project) + ':outbox'
+    assert raw.zcard(box) == young + 1
+    for _ in range(2):      # ceil((young + 1) / GC_BATCH) passes
+        driver.gc()
+    assert bodies(listed(driver, 'dlq', project)) == ['old']
+    assert raw.zcard(box) == young          # younger than the gc age

@@ -122,6 +122,8 @@ key                type    holds
 ``Q:movebatch``    hash    group -> the ids its move's last step took
                            (MessagePack): no step takes the next batch
                            while one of them is still in the outbox
+``Q:outboxscan``   string  the outbox position gc's next look at it starts
+                           after (kept a day; absent: from the start)
 ``Q:sticky``       string  the queue's sticky time (ms), stored by the last
                            claim; absent when the queue is not sticky
 ``Q:pin``          hash    sticky group -> the client it is pinned to

@@ -68,6 +68,8 @@ local MOVING, MOVE_TARGETS = Q .. ':moving', Q .. ':movetargets'
 -- group -> the ids (MessagePack) the move's last step took: no step takes
 -- the next batch while any of them is still in the outbox.
 local MOVE_BATCHES = Q .. ':movebatch'
+-- The position after which gc's next look at the outbox starts (gc.lua).
+local OUTBOX_SCAN = Q .. ':outboxscan'
 
 -- Messages settled, purged or scanned per call at most (see above).
 local BATCH = 100

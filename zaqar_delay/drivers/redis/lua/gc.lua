@@ -2,8 +2,9 @@
 -- claims, promote as many due messages, forget as many ended claims, drop
 -- as many expired messages; the caller repeats while there is more.
 -- ARGV[4] age (ms) after which an outbox entry or a group move that made
--- no progress is considered abandoned; the first ARGV[3] outbox entries
--- (by position) and moves are looked at per call.
+-- no progress is considered abandoned; ARGV[3] outbox entries (by
+-- position, each call after where the last one stopped) and moves are
+-- looked at per call.
 -- ARGV[5] deleted-id memory (ms): up to ARGV[3] older deleted (and moved
 --         out) ids are forgotten, and as many carried ids whose messages
 --         expired.
@@ -26,8 +27,24 @@ local dropped = purge_expired(batch)
 local forgot = math.max(forget_buried(ARGV[5], batch),
                         forget_carried(batch))
 sweep_idle(BATCH, redis.call('EXISTS', STICKY_MS) == 1)
+-- The outbox is looked at a batch a call, each after where the last
+-- stopped and from the start again once it reached the end: an abandoned
+-- entry is found however many younger ones stand ahead of it (from the
+-- start each time, it waited while a steady batch of moves was in
+-- flight ahead of it).
+local after = redis.call('GET', OUTBOX_SCAN)
+local looked = redis.call('ZRANGEBYSCORE', OUTBOX,
+                          after and '(' .. after or '-inf', '+inf',
+                          'WITHSCORES', 'LIMIT', 0, batch)
+if #looked < 2 * batch then
+  redis.call('DEL', OUTBOX_SCAN)
+else
+  -- Kept a day: a queue deleted meanwhile leaves nothing for long.
+  redis.call('SET', OUTBOX_SCAN, looked[#looked], 'PX', 86400000)
+end
 local abandoned = {}
-for _, id in ipairs(redis.call('ZRANGE', OUTBOX, 0, batch - 1)) do
+for i = 1, #looked, 2 do
+  local id = looked[i]
   local since = redis.call('HGET', mkey(id), 'ob')
   if not since or tonumber(since) <= NOW - age then
     abandoned[#abandoned + 1] = id

@@ -54,8 +54,8 @@ local n = #ids + #outbox + #claims + #groups + #deleted + #clients
           + #unpinned + #carried + #moved
 if n == 0 then
   redis.call('DEL', MSGS, AVAIL, DELAYED, CLAIMED, EXPIRY, CLAIMS,
-             OUTBOX, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS, MOVE_BATCHES,
-             FREE, REMOVED, FLOOR, READFLOOR, PINS, STICKY_MS)
+             OUTBOX, OUTBOX_SCAN, GROUPS, GFLIGHT, MOVING, MOVE_TARGETS,
+             MOVE_BATCHES, FREE, REMOVED, FLOOR, READFLOOR, PINS, STICKY_MS)
   -- The position counter stays a day (a post to the queue created again
   -- keeps it): a call that read positions before the deletion (a
   -- consumer's page storing its cursor, a cleanup's read-by-all cut)
