@@ -22,12 +22,12 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 
 from benchmarks import workloads
 from localstack import pooling_catalog as pooled
+from localstack import scratch
 from localstack.redis_cluster import RedisCluster
 from localstack.redis_server import RedisServer
 
@@ -138,7 +138,7 @@ def main(argv=None):
     cluster = RedisCluster(masters=3, appendonly=False).start()
     try:
         uris = [s.url.replace('redis://', 'delay.redis://') for s in servers]
-        directory = tempfile.mkdtemp(prefix='zd-topology-')
+        directory = scratch.scratch_dir('zd-topology-')
         _, control, _ = pooled.make_catalog(directory, 'delay.redis')
         for i, uri in enumerate(uris):
             control.pools_controller.create('p%d' % i, 100, uri)

@@ -9,12 +9,12 @@ venv (``.venv-keystone``, made by ``scripts/setup.sh test``; override with
 import json
 import os
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
 
 from localstack import processes
+from localstack import scratch
 from localstack.redis_server import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,7 +97,7 @@ class KeystoneServer:
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def start(self, timeout=120):
-        self.workdir = tempfile.mkdtemp(prefix='zd-keystone-')
+        self.workdir = scratch.scratch_dir('zd-keystone-')
         self.port = free_port()
         self.config = os.path.join(self.workdir, 'keystone.conf')
         with open(self.config, 'w') as conf_file:

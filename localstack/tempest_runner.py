@@ -10,7 +10,8 @@ standard library.
 import os
 import re
 import subprocess
-import tempfile
+
+from localstack import scratch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -68,7 +69,7 @@ class Tempest:
             raise TempestUnavailable(
                 '{} not found: run scripts/setup.sh test (or set '
                 'ZD_TEMPEST_VENV)'.format(self.binary))
-        self.workdir = tempfile.mkdtemp(prefix='zd-tempest-')
+        self.workdir = scratch.scratch_dir('zd-tempest-')
         self.config = os.path.join(self.workdir, 'tempest.conf')
         # The stestr repository tempest records results in; "tempest init"
         # would also register the workspace in ~/.tempest.

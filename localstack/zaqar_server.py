@@ -9,12 +9,12 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from wsgiref import simple_server
 
 from localstack import processes
+from localstack import scratch
 from localstack.redis_server import free_port
 
 CONFIG = """[DEFAULT]
@@ -119,7 +119,7 @@ class ZaqarServer:
         # ``environment``: variables added to the server's (for example a
         # PYTHONPATH that registers a benchmark's own store).
         self.environment = environment
-        self.workdir = tempfile.mkdtemp(prefix='zd-zaqar-')
+        self.workdir = scratch.scratch_dir('zd-zaqar-')
         self.port = free_port()
         self.config = write_config(self.workdir, redis_url, self.port,
                                    message_store, store_options, **config)

@@ -96,12 +96,13 @@ def selection(options, classes):
 def main(argv):
     classes = collected()
     options, pytest_args = arguments(argv, classes)
-    report = os.path.join(tempfile.mkdtemp(prefix='zd-conformance-'),
-                          'junit.xml')
-    pytest('--junitxml', report, *selection(options, classes),
-           *pytest_args)
+    with tempfile.TemporaryDirectory(prefix='zd-conformance-') as scratch:
+        report = os.path.join(scratch, 'junit.xml')
+        pytest('--junitxml', report, *selection(options, classes),
+               *pytest_args)
+        cases = list(ElementTree.parse(report).iter('testcase'))
     counts = collections.defaultdict(collections.Counter)
-    for case in ElementTree.parse(report).iter('testcase'):
+    for case in cases:
         found = CLASS.match(case.get('classname', '').rsplit('.', 1)[-1])
         if found:
             driver = ('Zaqar ' if found.group(1) else 'zaqar-delay ') + \

@@ -1,10 +1,10 @@
 import importlib
-import tempfile
 import uuid
 
 import pytest
 import requests
 
+from localstack import scratch
 from localstack import zaqar_server
 
 
@@ -16,7 +16,7 @@ def zaqar_url(backend_name, request, operator_config, project):
     store, options = factory.zaqar_store(request)
     redis_url = request.getfixturevalue('redis_url')
     config = zaqar_server.write_config(
-        tempfile.mkdtemp(prefix='zd-conf-'), redis_url, 0, store, options,
+        scratch.scratch_dir('zd-conf-'), redis_url, 0, store, options,
         extra=operator_config.format(project=project))
     app = zaqar_server.WsgiApp(config).start()
     yield app.url

@@ -8,10 +8,10 @@ pops, empties the queue. Zaqar answers 503 to any error of a pop.
 """
 
 import importlib
-import tempfile
 
 import pytest
 
+from localstack import scratch
 from localstack import zaqar_server
 from tests.integration.conftest import Client
 
@@ -29,7 +29,7 @@ def start_app(backend_name, request, project):
 
     def start(extra='', max_delay=900):
         config = zaqar_server.write_config(
-            tempfile.mkdtemp(prefix='zd-conf-'), redis_url, 0, store,
+            scratch.scratch_dir('zd-conf-'), redis_url, 0, store,
             options, max_delay=max_delay, extra=extra)
         apps.append(zaqar_server.WsgiApp(config).start())
         return Client(apps[-1].url, project)

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -23,6 +22,7 @@ import pytest
 from tests.integration.conftest import Client
 from tests.integration.test_wsgi_retention import patch_metadata
 from localstack import redis_server
+from localstack import scratch
 from localstack import zaqar_server
 from localstack.factories import swift as swift_factory
 from zaqar_delay.cmd import groups as groups_command
@@ -54,7 +54,7 @@ def store_config(request, backend):
     factory = importlib.import_module('localstack.factories.' + backend)
     store, options = factory.zaqar_store(request)
     return zaqar_server.write_config(
-        tempfile.mkdtemp(prefix='zd-conf-'),
+        scratch.scratch_dir('zd-conf-'),
         request.getfixturevalue('redis_url'), 0, store, options)
 
 

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
@@ -12,6 +11,7 @@ import redis as redis_py
 
 from tests.contract.helpers import CLIENT
 from localstack.factories import redis as redis_factory
+from localstack import scratch
 from localstack import zaqar_server
 from zaqar_delay import sticky
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def config(request, redis_url):
     store, options = redis_factory.zaqar_store(request)
-    return zaqar_server.write_config(tempfile.mkdtemp(), redis_url, 0, store,
+    return zaqar_server.write_config(scratch.scratch_dir('zd-conf-'), redis_url, 0, store,
                                      options)
 
 

@@ -12,7 +12,6 @@ and queue names, so these tests get a redis-server of their own
 import configparser
 import importlib
 import os
-import tempfile
 
 # Zaqar's WSGI classes are named after MongoDB and skip their setUp unless
 # this is set when zaqar.tests.helpers is first imported; the store they
@@ -25,6 +24,7 @@ import swiftclient  # noqa: E402
 from zaqar import tests as zaqar_tests  # noqa: E402
 
 from tests import conftest as shared  # noqa: E402
+from localstack import scratch  # noqa: E402
 from localstack import zaqar_server  # noqa: E402
 from localstack.factories import swift as swift_factory  # noqa: E402
 
@@ -51,7 +51,7 @@ def zaqar_config(request, redis_url, monkeypatch):
         yield
         return
     store, options = _store(backend, request, redis_url, monkeypatch)
-    directory = tempfile.mkdtemp(prefix='zd-zaqar-suite-')
+    directory = scratch.scratch_dir('zd-zaqar-suite-')
     path = zaqar_server.write_config(
         directory, redis_url, 0, store, options,
         transport_options=_transport_options(request.cls.config_file),
