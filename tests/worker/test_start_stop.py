@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -120,6 +121,40 @@ def test_a_start_that_fails_half_way_stops_what_it_started(
     assert running(started_runners) == []
 
 
+def test_a_handler_added_to_a_running_app_that_cannot_start_is_not_kept(
+        zaqar_url, project, started_runners, monkeypatch):
+    # Tried: add_handler on a running app while its queues cannot be set
+    # up. The error reaches the caller, and the type is not left
+    # registered without a runner (it looked handled and took nothing).
+    app = make_app(zaqar_url, project)
+    handled = []
+    app.start()
+    ensure_queue = app.connection.ensure_queue
+    failures = ['t-Late-dead']
+
+    def ensure_queue_once_failing(name, metadata):
+        if name in failures:
+            failures.remove(name)
+            raise ConnectionError('zaqar briefly unreachable')
+        return ensure_queue(name, metadata)
+
+    monkeypatch.setattr(app.connection, 'ensure_queue',
+                        ensure_queue_once_failing)
+    try:
+        with pytest.raises(ConnectionError):
+            app.add_handler('Late', handled.append)
+        assert 'Late' not in app._handlers
+        assert running(started_runners) == []
+        # Added again once Zaqar answers: it runs.
+        app.add_handler('Late', handled.append)
+        assert running(started_runners) == ['Late']
+        app.enqueue({'n': 3}, type='Late')
+        assert wait_for(lambda: handled, 10) == [{'n': 3}]
+    finally:
+        app.close(5)
+    assert running(started_runners) == []
+
+
 # -- 3. Ctrl-C in run() ------------------------------------------------------
 
 # Handles three events one at a time; the first waits for GO_PATH, so the
@@ -194,6 +229,97 @@ def test_ctrl_c_in_run_closes_the_app(zaqar_url, project, tmp_path):
     assert lines() == ['start 0', 'interrupted', 'end 0'], out
     assert (stats['claimed'], stats['total']) == (0, 2), out
     assert child.returncode == 0, out
+
+
+# Slow's event waits for GO_PATH, so the first Ctrl-C's close() waits
+# for it; the second Ctrl-C cuts that wait short. Other handles whatever
+# it claims.
+SECOND_CTRL_C_CHILD = textwrap.dedent('''
+    import os
+    import signal
+    import sys
+    import time
+
+    from zaqar_delay.worker import App
+    from zaqar_delay.worker import Settings
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    log_path, go_path = sys.argv[1:]
+    app = App(os.environ['ZD_TEST_URL'],
+              project=os.environ['ZD_TEST_PROJECT'], prefix='t-',
+              settings=Settings(poll_interval=0.1, close_timeout=60,
+                                stats_interval=3600))
+
+
+    def write(line):
+        with open(log_path, 'a') as log:
+            log.write(line + '\\n')
+
+
+    def slow(event):
+        write('start {}'.format(event['n']))
+        deadline = time.monotonic() + 60
+        while not os.path.exists(go_path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        write('end {}'.format(event['n']))
+
+
+    app.add_handler('Slow', slow, parallelism=1)
+    app.add_handler('Other', lambda event: write('other {}'.format(
+        event['n'])))
+    try:
+        app.run()
+    except KeyboardInterrupt:
+        write('interrupted')
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go_path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+''')
+
+
+def test_a_second_ctrl_c_during_close_leaves_no_type_claiming(
+        zaqar_url, project, tmp_path):
+    # Tried: Ctrl-C, then Ctrl-C again while close() waits for a running
+    # handler of the first type. Every type stopped claiming at the
+    # first: an event of another type posted afterwards stays unclaimed.
+    log_path, go_path = tmp_path / 'log', tmp_path / 'go'
+
+    def lines():
+        return log_path.read_text().splitlines() if log_path.exists() \
+            else []
+
+    producer = make_app(zaqar_url, project)
+    producer.enqueue({'n': 0}, type='Slow')
+    producer.enqueue({'n': 0}, type='Other')
+    env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
+    child = subprocess.Popen(
+        [sys.executable, '-c', SECOND_CTRL_C_CHILD, str(log_path),
+         str(go_path)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    try:
+        # Both types run (a Ctrl-C while start() is still setting one up
+        # would leave it unstarted).
+        assert wait_for(lambda: {'start 0', 'other 0'} <= set(lines()),
+                        30), lines()
+        child.send_signal(signal.SIGINT)
+        # close() is now waiting for Slow's handler (60 s allowed).
+        time.sleep(1)
+        child.send_signal(signal.SIGINT)
+        assert wait_for(lambda: 'interrupted' in lines(), 30), lines()
+        producer.enqueue({'n': 1}, type='Other')
+        # Thirty of Other's polls, had it kept claiming.
+        wait_for(lambda: 'other 1' in lines(), 3)
+        go_path.touch()
+        out, _ = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    stats = producer.connection.stats('t-Other')
+    assert sorted(lines()[:2]) == ['other 0', 'start 0'], out
+    assert lines()[2:] == ['interrupted', 'end 0'], out
+    assert (stats['claimed'], stats['total']) == (0, 1), out
 
 
 # -- 4. the ttl an event is posted with ---------------------------------------

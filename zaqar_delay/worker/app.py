@@ -153,7 +153,10 @@ class App:
         """Handle ``event_type`` (a dataclass or a type name) with
         ``function`` on up to ``parallelism`` threads; ``max_attempts`` and
         ``retry_delay`` override the settings for this type. Replaces an
-        earlier handler of the type; starts at once if the app runs."""
+        earlier handler of the type; starts at once if the app runs. If
+        it cannot start (its queues cannot be set up), the error is
+        raised and the type has no handler: a handler the app kept but
+        did not run would look handled and take nothing."""
         handler = handlers.Handler(event_type, function, parallelism,
                                    max_attempts, retry_delay)
         self.remove_handler(handler.name)
@@ -165,8 +168,12 @@ class App:
                 # runner since our remove_handler: the last one in wins.
                 replaced = self._runners.pop(handler.name, None)
                 if self._running:
-                    self._runners[handler.name] = self._start_runner(
-                        handler)
+                    try:
+                        self._runners[handler.name] = self._start_runner(
+                            handler)
+                    except BaseException:
+                        del self._handlers[handler.name]
+                        raise
         finally:
             if replaced is not None:
                 replaced.stop(self._timeout(None))
@@ -240,9 +247,12 @@ class App:
         with self._lock:
             self._running = False
             running, self._runners = self._runners, {}
-        deadline = time.monotonic() + self._timeout(timeout)
-        finished = [r.stop(max(0, deadline - time.monotonic()))
-                    for r in running.values()]
+        timeout = self._timeout(timeout)
+        # Every type stops claiming before the wait for any: a second
+        # Ctrl-C that cuts the wait short leaves none claiming.
+        for typed in running.values():
+            typed.begin_stop(timeout)
+        finished = [typed.wait_stopped() for typed in running.values()]
         self._closed.set()
         return all(finished)
 

@@ -227,11 +227,24 @@ class TypeRunner:
     def stop(self, timeout):
         """Stop claiming, release what has not started, wait up to
         ``timeout`` seconds for running handlers. True if all finished."""
+        self.begin_stop(timeout)
+        return self.wait_stopped()
+
+    def begin_stop(self, timeout):
+        """Stop claiming and release what has not started, without
+        waiting: what is told to stop stops even if its caller's wait
+        is cut short (a second Ctrl-C during App.close). Running
+        handlers get ``timeout`` seconds from now."""
         with self._cond:
+            self._stop_timeout = timeout
             self._deadline = time.monotonic() + timeout
             self._stopping.set()
             self._cond.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def wait_stopped(self):
+        """Wait for running handlers until begin_stop's deadline; True if
+        all finished."""
         with self._cond:
             self._cond.wait_for(lambda: self._busy == 0,
                                 max(0, self._deadline - time.monotonic()))
@@ -240,5 +253,5 @@ class TypeRunner:
         if left:
             LOG.warning('%d %s handlers still running after %.1f s; their '
                         'events come back when their claims expire', left,
-                        self.handler.name, timeout)
+                        self.handler.name, self._stop_timeout)
         return left == 0
