@@ -126,6 +126,21 @@ def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(
     assert requests.calls.count('put_object') == 3 * 10
 
 
+def test_a_queues_first_post_makes_its_container_once(
+        driver, make_queue, project, monkeypatch):
+    # The first post's position PUTs, in parallel, all meet the missing
+    # container: one container PUT serves them all (each made it before),
+    # then each PUT is sent again. WIDE positions: two waves of the pool.
+    queue = make_queue()
+    requests = Requests(driver, monkeypatch)
+    assert requests.during(lambda: post(driver, queue, project,
+                                        *range(WIDE))) > 1 + 4 * WIDE
+    assert requests.calls.count('put_container') == 1, requests.calls
+    assert requests.calls.count('put_object') <= 4 * WIDE, requests.calls
+    assert [m['body'] for m in claim(driver, queue, project,
+                                     limit=WIDE)[1]] == list(range(WIDE))
+
+
 def requests_by_wait(driver, monkeypatch):
     """(method, first two characters of the object name or listing
     prefix, True if sent during a settle wait) of each request the driver

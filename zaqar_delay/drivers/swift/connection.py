@@ -107,6 +107,10 @@ class Store:
         # {container: metadata} of the queues operated on (queue_meta):
         # whatever write creates a container gives it its queue's names.
         self._queue_meta = {}
+        # {container: when this store last made it}, so that the writes
+        # that met its absence together make it once (make_container).
+        self._made = {}
+        self._making = threading.Lock()
 
     # -- connections -------------------------------------------------------
 
@@ -187,6 +191,7 @@ class Store:
             headers['If-None-Match'] = '*'
         for _ in range(3):
             contents, length = rewindable(body)
+            sent = time.monotonic()
             status = self.call('put_object', container, name, contents,
                                content_length=length,
                                content_type=content_type, headers=headers,
@@ -202,8 +207,8 @@ class Store:
                 if self.container_meta(container) is None:
                     return False
                 continue
-            self.put_container(container, container_meta
-                               or self._queue_meta.get(container))
+            self.make_container(container, sent, container_meta
+                                or self._queue_meta.get(container))
         raise zd_errors.BackendUnavailable(
             backend='Swift',
             reason='container {} keeps disappearing'.format(container))
@@ -364,6 +369,21 @@ class Store:
         if len(self._queue_meta) >= QUEUE_META_KEPT:
             self._queue_meta.clear()
         self._queue_meta[container] = meta
+
+    def make_container(self, container, sent, meta=None):
+        """Create ``container``, found missing by a write sent at ``sent``
+        (monotonic), unless this store made it since then: the parallel
+        PUTs of a queue's first post all meet its absence, and one
+        container PUT serves them all. A write sent after it was made
+        that still found it missing makes it again (deleted since, or a
+        proxy that still took it for missing)."""
+        with self._making:
+            if self._made.get(container, sent - 1) >= sent:
+                return
+            self.put_container(container, meta)
+            if len(self._made) >= QUEUE_META_KEPT:
+                self._made.clear()
+            self._made[container] = time.monotonic()
 
     def put_container(self, container, meta=None):
         headers = {'X-Container-Meta-' + k: parse.quote(v, safe='')
