@@ -51,14 +51,20 @@ def test_swift_prices_each_request_and_tallies_each_call(capsys, redis_url,
     for kind in request_cost.KINDS[:-1]:
         assert re.search(r'^%s +[\d.]+ ms' % re.escape(kind), out,
                          re.M), out
-    # Ours writes a position, the message and its filing per message and
-    # reads each position back; Zaqar's one object per message.
-    ours_puts, theirs_puts = counts(out, 'post of 10', 'PUT')
-    assert ours_puts >= 30 and theirs_puts >= 10, out
-    assert counts(out, 'post of 10', 'HEAD')[0] == 10, out
-    # Each claimed message is deleted: by one DELETE each in Zaqar's
-    # driver, in bulk with its position, lock and filing in ours.
-    assert counts(out, 'claim of 10 + its deletes', 'DELETE')[1] == 10, out
+    # The README's 41 requests for a post of 10 against Zaqar's 10 PUTs:
+    # ours writes a position, the message and its filing per message,
+    # reads each position back and lists once; Zaqar's one object each.
+    assert counts(out, 'post of 10', 'PUT') == [30, 10], out
+    assert counts(out, 'post of 10', 'HEAD') == [10, 0], out
+    assert counts(out, 'post of 10', 'listing') == [1, 0], out
+    # The README's account of a claim of 10 with its deletes: ours lists
+    # 3 times for the claim and twice per delete, and deletes four objects
+    # per message (its filing at the claim; its position, body and lock
+    # at the delete); Zaqar's lists once and DELETEs each message.
+    claimed = 'claim of 10 + its deletes'
+    assert counts(out, claimed, 'listing') == [23, 1], out
+    assert counts(out, claimed, 'bulk-deleted object')[0] == 40, out
+    assert counts(out, claimed, 'DELETE') == [0, 10], out
     for phase in ('post of 10', 'claim of 10 + its deletes'):
         for row in ('priced', 'measured'):
             name = '%s, Swift CPU' % phase
