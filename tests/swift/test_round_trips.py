@@ -141,6 +141,36 @@ def test_a_queues_first_post_makes_its_container_once(
                                      limit=WIDE)[1]] == list(range(WIDE))
 
 
+def test_a_container_slow_to_make_holds_up_no_other_queue(
+        driver, make_queue, project, monkeypatch):
+    # Tried: one queue's first post whose container PUT hangs, and
+    # meanwhile another queue's first post, which makes its own.
+    slow, other = make_queue(), make_queue()
+    slow_container = names.container(names.MESSAGES, slow, project)
+    making, release = threading.Event(), threading.Event()
+    real = driver.store.put_container
+
+    def put_container(container, meta=None):
+        if container == slow_container:
+            making.set()
+            release.wait(10)
+        return real(container, meta)
+
+    monkeypatch.setattr(driver.store, 'put_container', put_container)
+    stuck = threading.Thread(target=post, args=(driver, slow, project, 'a'))
+    stuck.start()
+    try:
+        assert making.wait(10)
+        assert len(post(driver, other, project, 'b')) == 1
+        assert stuck.is_alive(), 'the other post waited for the slow one'
+    finally:
+        release.set()
+        stuck.join(30)
+    for queue, body in ((slow, 'a'), (other, 'b')):
+        assert [m['body'] for m in claim(driver, queue, project)[1]] == [
+            body]
+
+
 def requests_by_wait(driver, monkeypatch):
     """(method, first two characters of the object name or listing
     prefix, True if sent during a settle wait) of each request the driver

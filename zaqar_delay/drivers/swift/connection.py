@@ -107,10 +107,11 @@ class Store:
         # {container: metadata} of the queues operated on (queue_meta):
         # whatever write creates a container gives it its queue's names.
         self._queue_meta = {}
-        # {container: when this store last made it}, so that the writes
-        # that met its absence together make it once (make_container).
+        # {container: [its lock, when this store last made it]}, so that
+        # the writes that met its absence together make it once
+        # (make_container), and one slow container holds up no other.
         self._made = {}
-        self._making = threading.Lock()
+        self._made_lock = threading.Lock()
 
     # -- connections -------------------------------------------------------
 
@@ -377,13 +378,15 @@ class Store:
         container PUT serves them all. A write sent after it was made
         that still found it missing makes it again (deleted since, or a
         proxy that still took it for missing)."""
-        with self._making:
-            if self._made.get(container, sent - 1) >= sent:
-                return
-            self.put_container(container, meta)
+        with self._made_lock:
             if len(self._made) >= QUEUE_META_KEPT:
                 self._made.clear()
-            self._made[container] = time.monotonic()
+            made = self._made.setdefault(container, [threading.Lock(), None])
+        with made[0]:
+            if made[1] is not None and made[1] >= sent:
+                return
+            self.put_container(container, meta)
+            made[1] = time.monotonic()
 
     def put_container(self, container, meta=None):
         headers = {'X-Container-Meta-' + k: parse.quote(v, safe='')
