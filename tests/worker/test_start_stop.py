@@ -157,8 +157,10 @@ def test_a_handler_added_to_a_running_app_that_cannot_start_is_not_kept(
 
 # -- 3. Ctrl-C in run() ------------------------------------------------------
 
-# Handles three events one at a time; the first waits for GO_PATH, so the
-# others are still claimed but not started when Ctrl-C comes.
+# Slow handles events one at a time, the first waiting for GO_PATH (so
+# others are still claimed but not started when Ctrl-C comes, and close()
+# waits for it as long as its third argument says); Other handles what
+# it claims. The process ends once GO_PATH exists.
 CTRL_C_CHILD = textwrap.dedent('''
     import os
     import signal
@@ -170,10 +172,11 @@ CTRL_C_CHILD = textwrap.dedent('''
 
     # Ctrl-C as in a terminal, even if our parent ignores SIGINT.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    log_path, go_path = sys.argv[1:]
+    log_path, go_path, close_timeout = sys.argv[1:]
     app = App(os.environ['ZD_TEST_URL'],
               project=os.environ['ZD_TEST_PROJECT'], prefix='t-',
-              settings=Settings(poll_interval=0.1, close_timeout=0.5,
+              settings=Settings(poll_interval=0.1,
+                                close_timeout=float(close_timeout),
                                 stats_interval=3600))
 
 
@@ -192,10 +195,15 @@ CTRL_C_CHILD = textwrap.dedent('''
 
 
     app.add_handler('Slow', slow, parallelism=1)
+    app.add_handler('Other', lambda event: write('other {}'.format(
+        event['n'])))
     try:
         app.run()
     except KeyboardInterrupt:
         write('interrupted')
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go_path) and time.monotonic() < deadline:
+        time.sleep(0.01)
 ''')
 
 
@@ -210,7 +218,8 @@ def test_ctrl_c_in_run_closes_the_app(zaqar_url, project, tmp_path):
     producer.enqueue_many([{'n': n} for n in range(3)], type='Slow')
     env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
     child = subprocess.Popen(
-        [sys.executable, '-c', CTRL_C_CHILD, str(log_path), str(go_path)],
+        [sys.executable, '-c', CTRL_C_CHILD, str(log_path), str(go_path),
+         '0.5'],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     try:
@@ -231,52 +240,6 @@ def test_ctrl_c_in_run_closes_the_app(zaqar_url, project, tmp_path):
     assert child.returncode == 0, out
 
 
-# Slow's event waits for GO_PATH, so the first Ctrl-C's close() waits
-# for it; the second Ctrl-C cuts that wait short. Other handles whatever
-# it claims.
-SECOND_CTRL_C_CHILD = textwrap.dedent('''
-    import os
-    import signal
-    import sys
-    import time
-
-    from zaqar_delay.worker import App
-    from zaqar_delay.worker import Settings
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    log_path, go_path = sys.argv[1:]
-    app = App(os.environ['ZD_TEST_URL'],
-              project=os.environ['ZD_TEST_PROJECT'], prefix='t-',
-              settings=Settings(poll_interval=0.1, close_timeout=60,
-                                stats_interval=3600))
-
-
-    def write(line):
-        with open(log_path, 'a') as log:
-            log.write(line + '\\n')
-
-
-    def slow(event):
-        write('start {}'.format(event['n']))
-        deadline = time.monotonic() + 60
-        while not os.path.exists(go_path) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        write('end {}'.format(event['n']))
-
-
-    app.add_handler('Slow', slow, parallelism=1)
-    app.add_handler('Other', lambda event: write('other {}'.format(
-        event['n'])))
-    try:
-        app.run()
-    except KeyboardInterrupt:
-        write('interrupted')
-    deadline = time.monotonic() + 60
-    while not os.path.exists(go_path) and time.monotonic() < deadline:
-        time.sleep(0.01)
-''')
-
-
 def test_a_second_ctrl_c_during_close_leaves_no_type_claiming(
         zaqar_url, project, tmp_path):
     # Tried: Ctrl-C, then Ctrl-C again while close() waits for a running
@@ -293,8 +256,8 @@ def test_a_second_ctrl_c_during_close_leaves_no_type_claiming(
     producer.enqueue({'n': 0}, type='Other')
     env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
     child = subprocess.Popen(
-        [sys.executable, '-c', SECOND_CTRL_C_CHILD, str(log_path),
-         str(go_path)],
+        [sys.executable, '-c', CTRL_C_CHILD, str(log_path), str(go_path),
+         '60'],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     try:
