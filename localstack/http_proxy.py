@@ -12,6 +12,12 @@ back at the proxy. Imports only the standard library.
     proxy = HttpProxy(swift_server.proxy_port).start()
     proxy.lose_reply_of(lambda method, path: method == 'PUT')
     proxy.lost        # [(method, path, upstream status), ...]
+
+It can also answer a request itself, with a status Swift gives in a
+race the test cannot time (the request never reaches Swift):
+
+    proxy.answer_instead(lambda method, path: method == 'PUT', 404)
+    proxy.answered    # [(method, path, status it answered), ...]
 """
 
 import http.client
@@ -30,7 +36,9 @@ class HttpProxy:
     def __init__(self, upstream_port, host='127.0.0.1'):
         self.upstream = (host, upstream_port)
         self.lost = []
+        self.answered = []
         self._armed = []
+        self._answers = []
         self._lock = threading.Lock()
         try:
             self._server = http.server.ThreadingHTTPServer(
@@ -61,6 +69,12 @@ class HttpProxy:
         with self._lock:
             self._armed.append(predicate)
 
+    def answer_instead(self, predicate, status):
+        """Answer the next request for which ``predicate(method, path)``
+        is true with ``status`` and no body, without forwarding it."""
+        with self._lock:
+            self._answers.append((predicate, status))
+
     def _take(self, method, path):
         with self._lock:
             for predicate in self._armed:
@@ -68,6 +82,17 @@ class HttpProxy:
                     self._armed.remove(predicate)
                     return True
         return False
+
+    def _answer(self, method, path):
+        """The status to answer this request with instead of Swift's,
+        or None."""
+        with self._lock:
+            for armed in self._answers:
+                if armed[0](method, path):
+                    self._answers.remove(armed)
+                    self.answered.append((method, path, armed[1]))
+                    return armed[1]
+        return None
 
 
 def _handler_for(proxy):
@@ -92,6 +117,12 @@ def _handler_for(proxy):
 
         def _forward(self):
             body = self._body()
+            status = proxy._answer(self.command, self.path)
+            if status is not None:
+                self.send_response(status)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+                return
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in HOP_BY_HOP}
             if body or self.command in ('PUT', 'POST'):

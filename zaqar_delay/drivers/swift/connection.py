@@ -38,6 +38,12 @@ OWNER = 'X-Object-Meta-Zd-Owner'
 OPERATIONS_PER_POOL = 2
 # Queues whose names a Store keeps for creating their containers.
 QUEUE_META_KEPT = 10000
+# A container PUT answered 404 found its account missing. With
+# account_autocreate, a request making that account at the same moment
+# leaves the proxy's cache saying "missing" until it finishes (Swift
+# caches the 404 it read before), so the PUT is tried again after these
+# waits (seconds) before an account that stays missing is an error.
+ACCOUNT_MISSING_WAITS = (0.1, 0.3, 1.0)
 
 
 def rewindable(body):
@@ -391,6 +397,11 @@ class Store:
     def put_container(self, container, meta=None):
         headers = {'X-Container-Meta-' + k: parse.quote(v, safe='')
                    for k, v in (meta or {}).items()}
+        for wait in ACCOUNT_MISSING_WAITS:
+            if self.call('put_container', container, headers=headers,
+                         expect=(404,)) != 404:
+                return
+            time.sleep(wait)
         self.call('put_container', container, headers=headers)
 
     def container_meta(self, container):
