@@ -2,13 +2,15 @@
 
 Two gc passes on one Swift can misfile a dead-letter copy (docs/swift.md),
 so a pass holds a lease object while it runs: a second ``zaqar-delay-gc``,
-a real process started while the first is half way through a retention
-backlog, does nothing and says who holds the lease; a lease whose holder
-died expires; a pass whose lease was taken stops between two queues.
+a real process started while the first (stopped by SIGSTOP) is half way
+through a retention backlog, does nothing and says who holds the lease;
+a lease whose holder died expires; a pass whose lease was taken stops
+between two queues.
 """
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -63,23 +65,27 @@ def test_a_second_gc_pass_is_refused_while_one_runs(
         return driver.message_controller.stats(
             queue, project)['retention']['removed']
 
-    # The first pass removes the backlog in batches of BATCH, 1.5 s
-    # apart: it runs for half a minute, longer than a gc process takes to
-    # start on a loaded machine.
+    # The first pass removes the backlog in batches of BATCH. Once it has
+    # removed some, it is stopped (SIGSTOP) half way through, holding its
+    # lease (LEASE_S is minutes), however long the second takes to start
+    # on a loaded machine; it goes on (SIGCONT) once the second is done.
     first = gc_process(config, '--tuples_per_iteration', str(BATCH),
-                       '--iteration_delay', '1.5')
+                       '--iteration_delay', '0.2')
     try:
         deadline = time.monotonic() + 120
         while removed() == 0:
             assert first.poll() is None and time.monotonic() < deadline, \
                 first.communicate()
-            time.sleep(0.1)
-        # Half way through its retention backlog: a second gc now.
+            time.sleep(0.05)
+        first.send_signal(signal.SIGSTOP)
+        midway = removed()
         second = gc_process(config)
         out, err = second.communicate(timeout=300)
         still_running = first.poll() is None
     finally:
+        first.send_signal(signal.SIGCONT)
         first_out, first_err = first.communicate(timeout=300)
+    assert 0 < midway < POSTED - KEPT, midway
     assert second.returncode == gc_command.EXIT_ANOTHER_PASS_RUNNING, (
         out, err)
     assert still_running, 'the first pass ended before the second began'
