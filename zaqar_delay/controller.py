@@ -178,7 +178,9 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         the consumers read, so other queues pay nothing)."""
         if kept.consumers_required is None or kept.policy != retention.CLEANUP:
             return kept
-        live, lowest, _ = self._live_readers(queue, project, idle=False)
+        live, lowest, _ = self._live_readers(
+            queue, project, idle=False,
+            need=max(1, kept.consumers_required))
         return dataclasses.replace(
             kept, read_through=consumers.read_through_of(
                 kept.consumers_required, live, lowest))
@@ -489,12 +491,14 @@ class MessageController(storage.Message, metaclass=abc.ABCMeta):
         """(store now in ms, every consumers.Consumer of the queue), for
         the operator's listing; with_readers and stats use _live_readers."""
 
-    def _live_readers(self, queue, project, idle=True):
+    def _live_readers(self, queue, project, idle=True, need=None):
         """(live consumers, their lowest cursor as
         consumers.lowest_cursor, idle consumers) of the queue; a backend
         may leave the idle ones uncounted (None) for a caller that asks
-        no ``idle``. Default: from _consumers; a backend whose queues may
-        have many consumers keeps these in indexes instead."""
+        no ``idle``, and stop counting live ones at ``need`` (the caller
+        only compares the count with it). Default: from _consumers; a
+        backend whose queues may have many consumers keeps these in
+        indexes instead."""
         now_ms, found = self._consumers(queue, project)
         live = [c for c in found if not c.is_idle(now_ms, self._idle_s)]
         return (len(live), consumers.lowest_cursor(live),

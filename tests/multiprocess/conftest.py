@@ -22,6 +22,6 @@ def team(crew, driver, backend_name, conf, redis_url):
         sys.setswitchinterval(before)
         return
     group = conf[team_module.store_group(backend_name)]
-    options = {name: group[name] for name in ('uri', 'database')
-               if name in group}
+    options = {name: group[name] for name in
+               ('uri', 'database', 'read_cut_index_from') if name in group}
     yield team_module.Team(crew, driver, (backend_name, options, redis_url))

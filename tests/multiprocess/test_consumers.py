@@ -14,6 +14,7 @@ import pytest
 from tests.contract.helpers import listed
 from tests.multiprocess import helpers
 from tests.multiprocess import probes
+from tests.multiprocess import team as team_module
 from tests.multiprocess import test_retention
 from tests.multiprocess import workers
 from zaqar_delay import consumers
@@ -27,7 +28,7 @@ UPDATES = {'redis': (4, 200), 'mongodb': (4, 50), 'swift': (3, 15)}
 # (messages per producer posted ``batch`` at a time, readers' page size,
 # empty pages that end a reader, watcher's pause); Swift is slow.
 READ = {'redis': (300, 10, 10, 20, 0.01), 'mongodb': (60, 5, 5, 20, 0.01),
-        'swift': (40, 10, 10, 10, 0.05)}
+        'swift': (40, 10, 10, 10, 0.05), 'swift-index': (20, 5, 5, 6, 0.05)}
 PRODUCERS = 2
 # Where only the cleaners remove what both consumers read (MongoDB also
 # removes some as it serves reads).
@@ -64,10 +65,27 @@ def test_racing_updates_only_move_forward_and_add_up(team, backend_name,
     assert 1 <= found.lost <= sent
 
 
-@pytest.mark.parametrize('backend_name', ['redis', 'mongodb', 'swift'])
-def test_read_by_all_with_producers_and_cleaners(team, backend_name, driver,
-                                                 project, redis_url):
-    each, batch, limit, idle_rounds, pause = READ[backend_name]
+@pytest.fixture
+def read_cut_index_from(request, conf, driver):
+    """Swift's ``read_cut_index_from`` for the test's processes, where
+    the test gives one."""
+    if request.param is not None:
+        conf.set_override('read_cut_index_from', request.param,
+                          group=team_module.store_group('swift'))
+    return request.param
+
+
+# Swift with 0: two consumers are "many", and the read cut walks the
+# cursor index (readers.py) while they write it.
+@pytest.mark.parametrize('backend_name, read_cut_index_from', [
+    ('redis', None), ('mongodb', None), ('swift', None), ('swift', 0)],
+    ids=['redis', 'mongodb', 'swift', 'swift-index'],
+    indirect=['read_cut_index_from'])
+def test_read_by_all_with_producers_and_cleaners(
+        read_cut_index_from, team, backend_name, driver, project,
+        redis_url):
+    each, batch, limit, idle_rounds, pause = READ[
+        backend_name if read_cut_index_from is None else 'swift-index']
     subscribed_queue(driver, project,
                      {'_retention': {'consumers_required': 2}}, A, B)
     posted_all, read_done = team.Event(), team.Event()

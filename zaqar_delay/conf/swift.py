@@ -103,7 +103,17 @@ create_settle_time = cfg.FloatOpt(
          'in which two nodes can both believe they won (see docs/swift.md). '
          'It adds this much latency to each claim and each post.')
 
+read_cut_index_from = cfg.IntOpt(
+    'read_cut_index_from', default=100, min=0, max=10000,
+    help='Persistent consumers a queue with retention consumers_required '
+         'may have (counted by their stored states and subscriptions) '
+         'before its read-by-all cut stops listing all of them on each '
+         'claim, pop and listing and walks its cursor index instead: a few '
+         'listings from the lowest cursor, the same whatever the number of '
+         'consumers. Below it, one listing of each, of up to this many '
+         'entries, costs less than the walk.')
+
 ALL_OPTS = [uri, auth_system, auth_url, insecure, project_domain_id,
             project_domain_name, user_domain_id, user_domain_name,
             region_name, interface, timeout, retries, max_parallel_requests,
-            expiry_margin, create_settle_time]
+            expiry_margin, create_settle_time, read_cut_index_from]

@@ -464,7 +464,7 @@ class MessageController(controller.MessageController):
     def _consumers(self, queue, project):
         return consumer_state.every(self.driver, queue, project)
 
-    def _live_readers(self, queue, project, idle=True):
+    def _live_readers(self, queue, project, idle=True, need=None):
         return consumer_state.live_readers(self.driver, queue, project,
                                            self._idle_s, idle)
 

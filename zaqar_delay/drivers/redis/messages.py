@@ -222,7 +222,7 @@ class MessageController(controller.MessageController):
                                          consume_id, rank, CONSUMERS_PAGE)
         return now, _consumers_from(flat), _position(next_rank)
 
-    def _live_readers(self, queue, project, idle=True):
+    def _live_readers(self, queue, project, idle=True, need=None):
         # From indexes, a few reads however many consumers (readers.lua);
         # a call that reached its bound of consumers to take out of them
         # is made again.

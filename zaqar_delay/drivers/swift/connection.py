@@ -434,12 +434,15 @@ class Store:
         """Every entry under ``prefix`` (page by page), at most ``cap``."""
         out = []
         while cap is None or len(out) < cap:
-            page = self.listing(container, prefix, marker, end_marker)
+            limit = LISTING_LIMIT if cap is None else min(
+                LISTING_LIMIT, cap - len(out))
+            page = self.listing(container, prefix, marker, end_marker,
+                                limit=limit)
             out.extend(page)
-            if len(page) < LISTING_LIMIT:
+            if len(page) < limit:
                 break
             marker = page[-1]['name']
-        return out if cap is None else out[:cap]
+        return out
 
     def containers(self, prefix):
         found = self.call('get_account', prefix=prefix, full_listing=True)

@@ -23,6 +23,11 @@ A consumer's state lives in its queue's subscription container
                           POS_PER_MS + n), so a consumer's ``lost`` counts
                           these markers, not the gap between positions.
 
+``r/<cursor + 1>/<consume_id>/<seq>``  the entry of version ``seq`` in
+                          the cursor index, written before the version
+                          and deleted with it; ``rb`` says the index is
+                          complete (readers.py, which reads them).
+
 So one container listing of ``v/`` answers ``_consumers`` with no GET,
 and an update is atomic without locks. Forgetting writes a tombstone
 version (expiring after TOMBSTONE_S): an update that read the version
@@ -37,6 +42,7 @@ stops counting at once (Swift deletes both by X-Delete-At later).
 """
 
 import dataclasses
+import functools
 import time
 
 from zaqar_delay import consumers
@@ -51,6 +57,9 @@ ATTEMPTS = 20
 # How long a removed position is remembered for ``lost``: a consumer away
 # longer than this undercounts what it lost meanwhile.
 GONE_MEMORY_S = 7 * 86400
+# The cursor index (readers.py).
+INDEX_PREFIX = 'r/'
+BUILT_OBJ = 'rb'
 
 
 def container(queue, project):
@@ -65,7 +74,28 @@ def _position(value):
     return None if value in (None, '') else int(value)
 
 
-def _parse(entry):
+def entry_obj(cursor, consume_id, seq):
+    """The index entry of version ``seq`` of ``consume_id`` (cursor None:
+    nothing acknowledged yet)."""
+    return '{}{}/{}/{}'.format(INDEX_PREFIX, names.pos(
+        0 if cursor is None else int(cursor) + 1), consume_id,
+        names.pos(seq))
+
+
+def entry_type(active_ms):
+    """An index entry's Content-Type: when its consumer was active."""
+    return names.content_type(a=active_ms)
+
+
+def entry_of_version(consume_id, seq, params):
+    """The index entry a version (``params`` its fields) was written
+    with, None for a tombstone (written with none)."""
+    if params is None or params.get('gone'):
+        return None
+    return entry_obj(_position(params.get('cur')), consume_id, seq)
+
+
+def parse_version(entry):
     """(consume_id, seq, params) of a ``v/`` listing entry."""
     _, consume_id, seq = entry['name'].split('/')
     return consume_id, int(seq), names.ct_params(entry.get('content_type'))
@@ -145,31 +175,60 @@ class Consumers:
                                    limit=ATTEMPTS, reverse=True)
         if not found:
             return 0, None, []
-        _, seq, params = _parse(found[0])
-        return seq, params, [entry['name'] for entry in found[1:]]
+        _, seq, params = parse_version(found[0])
+        return seq, params, [(entry['name'], parse_version(entry)[2])
+                             for entry in found[1:]]
+
+    def _drop(self, c, consume_id, versions):
+        """Delete ``versions`` ((name, params) pairs) with their index
+        entries."""
+        doomed = []
+        for name, params in versions:
+            doomed.append(name)
+            entry = entry_of_version(consume_id, int(name.split('/')[2]),
+                                     params)
+            if entry is not None:
+                doomed.append(entry)
+        self.store.delete_many(c, doomed)
 
     def _write(self, c, consume_id, change):
         """Write the version after the newest one, ``change(params)``
         giving its parameters (None: write nothing); retried on a lost
         race. Older versions go (those left behind too). Returns True
         when a version was written."""
+        lost = None     # (seq, entry) of a version a rival won first
         for _ in range(ATTEMPTS):
             seq, params, older = self._versions(c, consume_id)
+            if lost is not None and (seq > lost[0] or (
+                    seq == lost[0] and lost[1] != entry_of_version(
+                        consume_id, seq, params))):
+                # Our entry for it, unless the rival's has the same name
+                # (the same cursor) and its version is still the newest.
+                # A listing that does not show the rival's yet decides
+                # nothing.
+                self.store.delete(c, lost[1])
+            lost = None
             wanted = change(params)
             if wanted is None:
                 if older:
-                    self.store.delete_many(c, older)
+                    self._drop(c, consume_id, older)
                 return False
             headers = None
             if wanted.get('gone'):
                 headers = {'X-Delete-At': str(int(time.time())
                                               + TOMBSTONE_S)}
+            else:
+                # Before the version: the newest one always has its entry.
+                entry = entry_obj(wanted.get('cur'), consume_id, seq + 1)
+                self.store.put(c, entry, content_type=entry_type(
+                    wanted['a']), recreate=True)
+                lost = (seq + 1, entry)
             if self.store.create(c, _version_obj(consume_id, seq + 1),
                                  content_type=names.content_type(**wanted),
                                  headers=headers, recreate=True):
                 if seq:
-                    self.store.delete_many(
-                        c, older + [_version_obj(consume_id, seq)])
+                    self._drop(c, consume_id, older + [
+                        (_version_obj(consume_id, seq), params)])
                 return True
         raise RuntimeError('consumer {} in {}: {} writers raced'.format(
             consume_id, c, ATTEMPTS))
@@ -177,6 +236,10 @@ class Consumers:
     def _gone(self, queue, project):
         c = names.container(names.MESSAGES, queue, project)
         return lambda low, high: count_gone(self.store, c, low, high)
+
+    @staticmethod
+    def container_of(queue, project):
+        return container(queue, project)
 
     def one(self, queue, project, consume_id):
         """(now ms, the live consumer or None): one round trip of two
@@ -189,28 +252,37 @@ class Consumers:
                                        limit=1, reverse=True),
             lambda: self.store.listing(c, subscriber, limit=1)])
         subscribed = [e for e in subscribed if e['name'] == subscriber]
-        found = [state for state in self._live(queue, project, versions,
-                                               subscribed)
+        found = [state for state in self.live(queue, project, versions,
+                                              subscribed)
                  if state.consume_id == consume_id]
         return self.driver.now_ms(), (found[0] if found else None)
 
     def all(self, queue, project):
-        """(now ms, live consumers): one round trip of two listings."""
+        """(now ms, live consumers): one round trip of two listings of
+        every consumer."""
+        now, versions, subscribed = self.listed(queue, project)
+        return now, self.live(queue, project, versions, subscribed)
+
+    def listed(self, queue, project, limit=None):
+        """(now ms, ``v/`` entries, ``u/cursor:`` entries), up to
+        ``limit`` of each (None: all): one round trip."""
         c = container(queue, project)
         versions, subscribed = self.store.parallel(lambda read: read(), [
-            lambda: self.store.listing_all(c, 'v/'),
-            lambda: self.store.listing_all(
-                c, names.subscriber_obj(consumers.PREFIX))])
-        return self.driver.now_ms(), self._live(queue, project, versions,
-                                                subscribed)
+            functools.partial(self.store.listing_all, c, 'v/', cap=limit),
+            functools.partial(self.store.listing_all, c,
+                              names.subscriber_obj(consumers.PREFIX),
+                              cap=limit)])
+        return self.driver.now_ms(), versions, subscribed
 
-    def _live(self, queue, project, versions, subscribed):
+    def live(self, queue, project, versions, subscribed):
+        """The consumers of ``versions`` with a live subscription in
+        ``subscribed`` (listing entries), idle ones included."""
         live = {names.parse_subscription(entry['name'])[
             len(consumers.PREFIX):] for entry in subscribed
-            if _unexpired(entry)}
+            if unexpired(entry)}
         newest = {}
         for entry in versions:
-            consume_id, seq, params = _parse(entry)
+            consume_id, seq, params = parse_version(entry)
             if seq > newest.get(consume_id, (0, None))[0]:
                 newest[consume_id] = (seq, params)
         gone = self._gone(queue, project)
@@ -225,7 +297,13 @@ class Consumers:
         # (expiry writes no tombstone): subscribed again, it starts afresh
         # unless its subscription is still live (a create retried, or a
         # second create of a live subscriber, keeps the state).
-        subscribed = self._subscribed(c, consume_id)
+        subscribed, anyone = self.store.parallel(lambda read: read(), [
+            functools.partial(self._subscribed, c, consume_id),
+            functools.partial(self.store.listing, c, 'v/', limit=1)])
+        if not anyone:
+            # The queue's first consumer: every one has its index entry.
+            self.store.put(c, BUILT_OBJ, recreate=True,
+                           content_type=names.content_type(c=1))
 
         def fresh(params):
             if params is not None and not params.get('gone'):
@@ -244,7 +322,7 @@ class Consumers:
         of one entry."""
         name = names.subscriber_obj(consumers.PREFIX + consume_id)
         found = self.store.listing(c, name, limit=1)
-        return bool(found) and found[0]['name'] == name and _unexpired(
+        return bool(found) and found[0]['name'] == name and unexpired(
             found[0])
 
     def forget(self, queue, project, consume_id):
@@ -281,7 +359,7 @@ def _max(stored, new):
     return new if stored is None else max(stored, new)
 
 
-def _unexpired(entry):
+def unexpired(entry):
     """Whether a ``u/`` subscription entry is live: subscriptions expire
     by the wall clock, as subscriptions.py."""
     expires = names.ct_params(entry.get('content_type')).get('e')

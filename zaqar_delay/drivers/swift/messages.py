@@ -17,6 +17,7 @@ from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import posts
+from zaqar_delay.drivers.swift import readers
 from zaqar_delay.drivers.swift import retention as swift_retention
 from zaqar_delay.drivers.swift import scan
 from zaqar_delay.drivers.swift import state as swift_state
@@ -37,6 +38,9 @@ class MessageController(controller.MessageController):
         super().__init__(driver)
         self._store = driver.store
         self._consumers_store = swift_consumers.Consumers(driver)
+        self._readers = readers.Readers(
+            self._consumers_store,
+            lambda: driver.store_conf.read_cut_index_from)
 
     def _state(self, queue, project):
         return self.driver.queue_state(queue, project)
@@ -533,6 +537,14 @@ class MessageController(controller.MessageController):
 
     def _consumers(self, queue, project):
         return self._consumers_store.all(queue, project)
+
+    def _live_readers(self, queue, project, idle=True, need=None):
+        if idle:
+            # Stats: every consumer, live and idle, is counted.
+            return super()._live_readers(queue, project)
+        live, lowest = self._readers.live_readers(queue, project,
+                                                  self._idle_s, need or 1)
+        return live, lowest, None
 
     def _consumer_register(self, queue, project, consume_id):
         self._consumers_store.register(queue, project, consume_id)
