@@ -2,6 +2,7 @@
 
     python -m benchmarks.consumers_swift [--quick] [--posted 300]
         [--consumers 100] [--behind 1000] [--resumes 30] [--removed 100]
+        [--cuts 20]
 
 Starts one redis-server (Zaqar's queue catalogue) and one real single-node
 Swift and prints figures and ratios in one run. Sizes are scaled down from
@@ -19,6 +20,12 @@ hours on a test machine.
 * ``read-by-all removal``: the cleanup removing ``--removed`` messages
   read by the consumer from a queue of 5 times as many and of 20 times as
   many: time per removed message (O(removed): ratio about 1).
+* ``read-by-all cut``: what every claim, pop and listing of a queue with
+  ``consumers_required`` spends on its consumers, ``--cuts`` times: on
+  ``--consumers`` and on 5 times as many, walking the cursor index
+  (``read_cut_index_from`` 0), and on the larger queue listing every
+  consumer as before it (``read_cut_index_from`` above their number):
+  Swift requests and time per cut (the index: ratio about 1).
 
 ``--quick`` divides every size by 10 (a smoke run, not for figures).
 """
@@ -89,6 +96,47 @@ def removal(driver, size, removed):
     return seconds / removed
 
 
+def read_cut(redis_url, swift, count, index_from, cuts):
+    """(ms, Swift requests) per read-by-all cut of a queue with ``count``
+    consumers, on a driver that walks the index from ``index_from``."""
+    driver = make_driver(redis_url, swift, read_cut_index_from=index_from)
+    name = queue(driver, {'consumers_required': 1})
+    subscribe(driver, name, count)
+    sent = []
+    real_call = driver.store.call
+
+    def call(method, *args, **kwargs):
+        sent.append(method)
+        return real_call(method, *args, **kwargs)
+
+    driver.store.call = call
+    seconds = []
+    for _ in range(cuts):
+        started = time.perf_counter()
+        driver.message_controller.retention_of(name, PROJECT)
+        seconds.append(time.perf_counter() - started)
+    driver.close()
+    return statistics.median(seconds) * 1000, len(sent) / cuts
+
+
+def print_read_cuts(redis_url, swift, args):
+    small, large = args.consumers, args.consumers * 5
+    runs = [(label, read_cut(redis_url, swift, count, index_from,
+                             args.cuts))
+            for label, count, index_from in (
+                ('%d consumers, index' % small, small, 0),
+                ('%d consumers, index' % large, large, 0),
+                ('%d consumers, listing all' % large, large, large))]
+    for label, (ms, requests) in runs:
+        print('read-by-all cut, %-28s %8.2f ms %6.1f requests' % (
+            label, ms, requests))
+    print('read-by-all cut, index %d / %d consumers: %.2fx time, %.2fx '
+          'requests (about 1); listing all / index at %d: %.2fx time' % (
+              large, small, runs[1][1][0] / runs[0][1][0],
+              runs[1][1][1] / runs[0][1][1], large,
+              runs[2][1][0] / runs[1][1][0]))
+
+
 def run(args):
     with RedisServer() as redis, SwiftServer() as swift:
         driver = make_driver(redis.url, swift)
@@ -100,11 +148,13 @@ def run(args):
               '%.2f ms from %d; ratio %.2fx (O(removed): about 1)' % (
                   args.removed, small * 1000, args.removed * 5,
                   large * 1000, args.removed * 20, large / small))
+        print_read_cuts(redis.url, swift, args)
 
 
 def main():
     run(report.sizes(__doc__, dict(posted=300, consumers=100, behind=1000,
-                                   resumes=30, removed=100), quick_min=2))
+                                   resumes=30, removed=100, cuts=20),
+                     quick_min=2))
 
 
 if __name__ == '__main__':

@@ -43,11 +43,13 @@ from zaqar_delay.drivers.swift import names
 CLAIM = {'ttl': 600, 'grace': 60}
 
 
-def make_driver(redis_url, swift):
+def make_driver(redis_url, swift, **options):
+    """Our Swift driver on ``swift``, with ``options`` of its section."""
     from zaqar_delay.drivers.swift import driver
     conf = backends.make_conf()
-    conf.set_override('uri', swift_factory.swift_uri(swift),
-                      group=swift_factory.GROUP)
+    for name, value in dict(options, uri=swift_factory.swift_uri(
+            swift)).items():
+        conf.set_override(name, value, group=swift_factory.GROUP)
     return driver.DataDriver(conf, None,
                              backends.control_driver(conf, redis_url))
 

@@ -39,8 +39,7 @@ class MessageController(controller.MessageController):
         self._store = driver.store
         self._consumers_store = swift_consumers.Consumers(driver)
         self._readers = readers.Readers(
-            self._consumers_store,
-            lambda: driver.store_conf.read_cut_index_from)
+            self._consumers_store, driver.store_conf.read_cut_index_from)
 
     def _state(self, queue, project):
         return self.driver.queue_state(queue, project)

@@ -80,8 +80,7 @@ class Readers:
         self.consumers = consumer_store
         self.store = consumer_store.store
         # Consumers (version and subscription entries) a queue may have
-        # and be answered from listings of them all; a callable, as
-        # options may change under a running driver (tests).
+        # and be answered from listings of them all.
         self.indexed_from = indexed_from
 
     def live_readers(self, queue, project, idle_s, need):
@@ -89,7 +88,7 @@ class Readers:
         consumers.lowest_cursor) for read_through_of: the count exact
         below ``need``, at least ``need`` otherwise."""
         c = self.consumers.container_of(queue, project)
-        most = self.indexed_from()
+        most = self.indexed_from
         now, versions, subscribed = self.consumers.listed(
             queue, project, limit=most + 1)
         if len(versions) <= most and len(subscribed) <= most:
