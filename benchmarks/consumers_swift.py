@@ -36,7 +36,8 @@ import time
 from benchmarks import report
 from benchmarks.consumers import resume_page, subscribe
 from benchmarks.retention import PROJECT, post_seconds, queue
-from benchmarks.retention_swift import make_driver, post_many
+from benchmarks.retention_swift import (count_requests, make_driver,
+                                        post_many)
 from localstack.redis_server import RedisServer
 from localstack.swift_server import SwiftServer
 
@@ -102,14 +103,7 @@ def read_cut(redis_url, swift, count, index_from, cuts):
     driver = make_driver(redis_url, swift, read_cut_index_from=index_from)
     name = queue(driver, {'consumers_required': 1})
     subscribe(driver, name, count)
-    sent = []
-    real_call = driver.store.call
-
-    def call(method, *args, **kwargs):
-        sent.append(method)
-        return real_call(method, *args, **kwargs)
-
-    driver.store.call = call
+    sent = count_requests(driver)
     seconds = []
     for _ in range(cuts):
         started = time.perf_counter()

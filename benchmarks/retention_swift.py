@@ -54,6 +54,20 @@ def make_driver(redis_url, swift, **options):
                              backends.control_driver(conf, redis_url))
 
 
+def count_requests(driver):
+    """From now on, the name of each Swift call ``driver`` makes is
+    appended to the list returned."""
+    sent = []
+    real_call = driver.store.call
+
+    def counted(method, *args, **kwargs):
+        sent.append(method)
+        return real_call(method, *args, **kwargs)
+
+    driver.store.call = counted
+    return sent
+
+
 def post_many(driver, name, count):
     for start in range(0, count, 10):
         post_seconds(driver, name, start)

@@ -34,6 +34,7 @@ import redis as redis_py
 
 from benchmarks.bounded import PROJECT, make_driver, queue, redis_cpu_ms
 from benchmarks.bounded import slowest
+from benchmarks import retention_swift
 from benchmarks.report import percentile
 from localstack import backends
 from localstack.redis_server import RedisServer
@@ -131,14 +132,7 @@ def run_swift(args):
             conf, None, backends.control_driver(conf, control.url))
         now = int(time.time() * 1000)
         driver.use_clock(lambda: now)
-        sent = []
-        real_call = driver.store.call
-
-        def counted(method, *call_args, **kwargs):
-            sent.append(method)
-            return real_call(method, *call_args, **kwargs)
-
-        driver.store.call = counted
+        sent = retention_swift.count_requests(driver)
         labels = prepare(driver, args)
         results = {name: ([], []) for name in labels}
         for start in range(0, args.claims, SWIFT_BLOCK):
