@@ -28,7 +28,7 @@ UPDATES = {'redis': (4, 200), 'mongodb': (4, 50), 'swift': (3, 15)}
 # (messages per producer posted ``batch`` at a time, readers' page size,
 # empty pages that end a reader, watcher's pause); Swift is slow.
 READ = {'redis': (300, 10, 10, 20, 0.01), 'mongodb': (60, 5, 5, 20, 0.01),
-        'swift': (40, 10, 10, 10, 0.05), 'swift-index': (20, 5, 5, 6, 0.05)}
+        'swift': (40, 10, 10, 10, 0.05), 'swift-index': (12, 4, 4, 6, 0.05)}
 PRODUCERS = 2
 # Where only the cleaners remove what both consumers read (MongoDB also
 # removes some as it serves reads).

@@ -1,22 +1,20 @@
 """Swift: the read-by-all cut of a queue with many persistent consumers
 walks the cursor index (readers.py) with work that does not grow with
 them. Here every queue with a consumer counts as "many"
-(``read_cut_index_from = 0``), so the contract's read-by-all tests run on
-the index too."""
+(``read_cut_index_from = 0``), so the contract's tests of who counts run
+on the index too."""
 
 import pytest
 
 from localstack.factories import swift as swift_factory
 from tests.contract.helpers import bodies, claim, listed, post
+# The contract's tests of who counts (required, all, idle), again on the
+# index; the others read the cut as these do, or have no consumer.
 from tests.contract.test_consumers import (  # noqa: F401 (run here too)
     Reader, positions,
     test_a_consumer_idle_by_one_second_stops_pinning,
-    test_a_message_read_by_all_stays_gone_when_its_consumer_leaves,
-    test_claimed_messages_are_never_removed_by_read_by_all,
-    test_pop_never_returns_what_all_acknowledged,
     test_read_by_all_needs_required_consumers_to_acknowledge,
-    test_required_zero_with_consumers_waits_for_all_of_them,
-    test_required_zero_without_consumers_counts_everything_as_read)
+    test_required_zero_with_consumers_waits_for_all_of_them)
 from tests.contract.test_retention import operator
 from tests.swift.requests import Requests
 from zaqar_delay.drivers.swift import consumers as swift_consumers
