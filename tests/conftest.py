@@ -34,9 +34,18 @@ def pytest_collection_modifyitems(items):
     The Keystone group (minutes on one worker) and the tests marked
     ``slow`` run first: xdist hands out work in collection order, and
     collected where they fall (tests/tempest, tests/worker near the end)
-    one worker ran them alone while the other had nothing left."""
-    items.sort(key=lambda item: 0 if item.get_closest_marker('keystone')
-               else 1 if item.get_closest_marker('slow') else 2)
+    one worker ran them alone while the other had nothing left. Within
+    the Keystone group, ``keystone(order=N)`` moves a test before (N < 0)
+    or after (N > 0) the others: tests/tempest starts upstream's long
+    tempest run first and checks it last, so the group's other tests
+    run during its sleeps."""
+    def rank(item):
+        keystone = item.get_closest_marker('keystone')
+        if keystone:
+            return 0, keystone.kwargs.get('order', 0)
+        return (1 if item.get_closest_marker('slow') else 2), 0
+
+    items.sort(key=rank)
     for item in items:
         info = getattr(item, '_fixtureinfo', None)
         if item.get_closest_marker('keystone'):
@@ -47,6 +56,35 @@ def pytest_collection_modifyitems(items):
                           for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.xdist_group(
                 item.nodeid.split('::')[0]))
+
+
+UNGROUPED = pytest.StashKey[str]()
+
+
+def pytest_collection_finish(session):
+    """Every test fails, saying why, when pytest-xdist could not put the
+    groups in the test ids it schedules by: pytest 9.2 with xdist 3.8 did
+    that quietly, so each module's servers started on both workers and
+    the Keystone group's background run was checked where it never
+    started."""
+    config = session.config
+    if not (hasattr(config, 'workerinput')
+            and config.getoption('loadgroup', False)):
+        return
+    ungrouped = [item.nodeid for item in session.items
+                 if item.get_closest_marker('xdist_group')
+                 and '@' not in item.nodeid]
+    if ungrouped:
+        config.stash[UNGROUPED] = (
+            '--dist loadgroup did not group {} tests (first: {}); see '
+            'the pin in test-requirements.txt'.format(len(ungrouped),
+                                                      ungrouped[0]))
+
+
+def pytest_runtest_setup(item):
+    problem = item.config.stash.get(UNGROUPED, None)
+    if problem:
+        pytest.fail(problem)
 
 
 @pytest.fixture(scope='session')
