@@ -9,6 +9,7 @@ standard library.
 
 import os
 import re
+import signal
 import subprocess
 
 from localstack import scratch
@@ -88,14 +89,67 @@ class Tempest:
 
     def run(self, *args, timeout=1200):
         """``tempest run ARGS`` in the workspace; a CompletedProcess."""
+        return subprocess.run(
+            self._command(args), cwd=self.workdir, env=self._env(),
+            capture_output=True, text=True, timeout=timeout)
+
+    def start(self, *args):
+        """``tempest run ARGS`` in the background: a Run to finish later,
+        so that a long run (upstream's suite sleeps minutes) overlaps
+        other work."""
+        return Run(self._command(args), self.workdir, self._env())
+
+    def _command(self, args):
+        return [self.binary, 'run', '--config-file', self.config] + list(
+            args)
+
+    @staticmethod
+    def _env():
         env = dict(os.environ)
         # Our editable install must win over anything on PYTHONPATH that
         # was meant for the Zaqar venv.
         env.pop('PYTHONPATH', None)
-        return subprocess.run(
-            [self.binary, 'run', '--config-file', self.config] + list(args),
-            cwd=self.workdir, env=env, capture_output=True, text=True,
-            timeout=timeout)
+        return env
+
+
+class Run:
+    """A tempest run in the background, in a process group of its own
+    (stestr's workers are its children), its output in files of its
+    workspace."""
+
+    def __init__(self, command, workdir, env):
+        self._out = open(os.path.join(workdir, 'run.out'), 'w+')
+        self._err = open(os.path.join(workdir, 'run.err'), 'w+')
+        self.process = subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=self._out,
+            stderr=self._err, text=True, start_new_session=True)
+
+    def finish(self, timeout=1200):
+        """Wait for the run: a CompletedProcess, as Tempest.run gives."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        outputs = []
+        for stream in (self._out, self._err):
+            stream.seek(0)
+            outputs.append(stream.read())
+        return subprocess.CompletedProcess(
+            self.process.args, self.process.returncode, *outputs)
+
+    def stop(self):
+        """Stop the run and its workers if it is still going."""
+        if self.process.poll() is None:
+            # The group is the one this run started (its leader's PID).
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._out.close()
+        self._err.close()
 
 
 def summary(output):
