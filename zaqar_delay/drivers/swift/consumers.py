@@ -237,10 +237,6 @@ class Consumers:
         c = names.container(names.MESSAGES, queue, project)
         return lambda low, high: count_gone(self.store, c, low, high)
 
-    @staticmethod
-    def container_of(queue, project):
-        return container(queue, project)
-
     def one(self, queue, project, consume_id):
         """(now ms, the live consumer or None): one round trip of two
         listings of at most one entry each, whatever the number of the

@@ -87,7 +87,7 @@ class Readers:
         """(live consumers, their lowest cursor as
         consumers.lowest_cursor) for read_through_of: the count exact
         below ``need``, at least ``need`` otherwise."""
-        c = self.consumers.container_of(queue, project)
+        c = swift_consumers.container(queue, project)
         most = self.indexed_from
         now, versions, subscribed = self.consumers.listed(
             queue, project, limit=most + 1)
