@@ -23,6 +23,8 @@ object                     holds
                            which is how positions are allocated. Its
                            Content-Type carries ``id cr e d u`` (below), so
                            a listing of ``p/`` answers stats without GETs.
+                           No X-Delete-At (the ``m/`` has one): readers
+                           go by ``e``, and gc removes expired messages.
 ``m/I``                    the message: body and fields below (JSON);
                            created with If-None-Match (ids are unique, a
                            retried post cannot duplicate). Metadata ``e``.

@@ -74,10 +74,13 @@ def allocate(qs, stored, now, meanwhile=None, moved=None):
         base = first_free(qs, now)
         for offset, message in enumerate(stored):
             message.pos = base + offset
+        # No X-Delete-At on a position (names.py, p/): Swift's expiry
+        # queue costs every PUT and DELETE of it, and readers go by its
+        # ``e``; whoever removes the message removes it, gc the expired.
         won = qs.store.create_many(qs.c, [
             (names.position_obj(m.pos), dict(
                 content_type=swift_state.position_type(m, written=now),
-                headers=qs.delete_at(m.expires), container_meta=qs.meta))
+                container_meta=qs.meta))
             for m in stored], meanwhile=meanwhile, recreate=True)
         if all(won):
             return
@@ -173,9 +176,8 @@ def _store_copies(qs, stored, now):
     # meanwhile (POST never creates) is taken afresh.
     again = [stored[i] for i in sorted(placed)]
     rewritten = qs.store.parallel(lambda m: qs.store.post(
-        qs.c, names.position_obj(m.pos), dict(
-            qs.delete_at(m.expires),
-            **{'Content-Type': swift_state.position_type(m, written=now)})),
+        qs.c, names.position_obj(m.pos), {
+            'Content-Type': swift_state.position_type(m, written=now)}),
         as_stored + again)
     placed -= {i for i, ok in zip(sorted(placed), rewritten[len(as_stored):])
                if not ok}

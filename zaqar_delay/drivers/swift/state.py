@@ -121,9 +121,8 @@ class QueueState:
         headers = dict(self.delete_at(keep_until), **{
             META_E: keep_until, META_T: max(message.ttl, lifetime)})
         if self.store.post(self.c, names.message_obj(message.id), headers):
-            self.store.post(self.c, names.position_obj(message.pos), dict(
-                self.delete_at(keep_until), **{
-                    'Content-Type': position_type(message, keep_until)}))
+            self.store.post(self.c, names.position_obj(message.pos), {
+                'Content-Type': position_type(message, keep_until)})
         message.expires = keep_until
         message.ttl = max(message.ttl, lifetime)
 
