@@ -107,7 +107,7 @@ def upstream_run(keystone, zaqar):
     """Upstream zaqar-tempest-plugin's v2 API tests, run in a workspace of
     their own in the background: two minutes of the run are sleeps (its
     dead-letter test waits out claims twice), which the Keystone group's
-    other tests fill. (expected test count, the run)."""
+    other tests fill. (the tests it lists, the run)."""
     try:
         tempest = tempest_runner.Tempest()
     except tempest_runner.TempestUnavailable as exc:
