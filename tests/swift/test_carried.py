@@ -9,6 +9,7 @@ import uuid
 from tests.contract.helpers import CLIENT, bodies, claim, post
 from tests.swift.requests import Requests
 from zaqar_delay import rules
+from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import names
 
 
@@ -83,3 +84,62 @@ def test_a_claim_removes_and_counts_what_it_won_past_time(
     # Its locks and filings went with it; the ret lock stays, a tombstone
     # (retention.py).
     assert driver.message_controller.clean(queue, project, 10) == (0, False)
+
+
+def test_the_layout_upgrade_marks_what_an_earlier_release_carried_in(
+        driver, clock, make_queue, project, monkeypatch):
+    queue = make_queue({'_retention': {'time': 60}})
+    post(driver, queue, project, 'posted')
+    now = driver.now_ms()
+    # As an insert of a release before marks existed: no y/ object.
+    monkeypatch.setattr(carried, 'mark', lambda qs, messages, now: None)
+    carry(driver, queue, project, 70, 10, 20)
+    monkeypatch.undo()
+    carry(driver, queue, project, 90)
+    assert [int(cr) for _, cr in marks(driver, queue, project)] == [
+        now - 90_000]
+    clean = driver.message_controller.clean
+    # The cleanup finds only the marked one: the other one past time is
+    # left until the cut passes it (what the upgrade is for).
+    assert clean(queue, project, 10) == (1, False)
+    said = []
+    driver.upgrade_layout(said.append)
+    assert ('Swift queue {!r} of project {!r}: marked 3 messages carried '
+            'in without a mark (1 marks)'.format(queue, project)) in said
+    assert said[-1].startswith('Swift layout is version 1: ')
+    assert str(now - 70_000) in [cr for _, cr in marks(driver, queue,
+                                                       project)]
+    assert clean(queue, project, 10) == (1, False)
+    assert removed(driver, queue, project) == 2
+    # Run again, it finds every carried message marked; the posted one,
+    # whose position follows its age, is never marked.
+    marked_after = marks(driver, queue, project)
+    said.clear()
+    driver.upgrade_layout(said.append)
+    assert not any(queue in line for line in said)
+    assert marks(driver, queue, project) == marked_after
+    clock.advance(50)
+    assert clean(queue, project, 10) == (2, False)
+    assert bodies(claim(driver, queue, project)[1]) == ['posted']
+
+
+def test_the_layout_upgrade_writes_one_mark_per_run_of_carried_messages(
+        driver, clock, make_queue, project, monkeypatch):
+    queue = make_queue()
+    monkeypatch.setattr(carried, 'mark', lambda qs, messages, now: None)
+    carry(driver, queue, project, 100, 200)
+    post(driver, queue, project, 'between')
+    carry(driver, queue, project, 300)
+    monkeypatch.undo()
+    qs = driver.queue_state(queue, project)
+    assert carried.mark_unmarked(qs) == (3, 2)
+    positions = [int(e['name'][2:])
+                 for e in driver.store.listing_all(qs.c, 'p/')]
+    found = {e['name']: names.ct_params(e['content_type'])
+             for e in driver.store.listing_all(qs.c, 'y/')}
+    now = driver.now_ms()
+    assert {name: (int(params['last']), now - int(params['cr']))
+            for name, params in found.items()} == {
+        names.carried_obj(positions[0]): (positions[1], 200_000),
+        names.carried_obj(positions[3]): (positions[3], 300_000)}
+    assert carried.mark_unmarked(qs) == (0, 0)

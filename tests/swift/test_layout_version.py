@@ -1,13 +1,21 @@
 """The Swift layout version: an object in the account's ``zd:layout``
-container, written on the driver's first call, a newer one refused."""
+container, written on the driver's first call, a newer one refused; and
+what ``zaqar-delay-migrate --upgrade-layout`` does on Swift."""
 
+import io
 import json
+import uuid
 
 import pytest
 
+from localstack import zaqar_server
+from localstack.factories import swift as swift_factory
 from zaqar_delay import errors
+from zaqar_delay import rules
+from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import driver as swift_driver
 from zaqar_delay.drivers.swift import names
+from zaqar_delay.migrate import cli
 
 
 def test_first_use_writes_the_version_and_a_newer_one_is_refused(
@@ -28,3 +36,27 @@ def test_first_use_writes_the_version_and_a_newer_one_is_refused(
         driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
                          json.dumps({'v': swift_driver.LAYOUT_VERSION})
                          .encode())
+
+
+def test_the_upgrade_command_marks_what_an_earlier_release_carried_in(
+        driver, make_queue, project, swift_server, redis_url, tmp_path,
+        monkeypatch):
+    # zaqar-delay-migrate --upgrade-layout on a Swift store: what inserts
+    # before 2026-12-06 carried in has no y/ mark (carried.py).
+    queue = make_queue()
+    monkeypatch.setattr(carried, 'mark', lambda qs, messages, now: None)
+    driver.message_controller._insert(queue, project, [rules.NewMessage(
+        id=str(uuid.uuid4()), ttl=300, delay=0, body='old',
+        body_json='"old"', age_ms=120_000)], str(uuid.uuid4()))
+    monkeypatch.undo()
+    monkeypatch.setattr(cli.logging, 'setup', lambda *a: None)
+    config = zaqar_server.write_config(
+        str(tmp_path), redis_url, 0, 'delay.swift',
+        {'uri': swift_factory.swift_uri(swift_server)})
+    out = io.StringIO()
+    assert cli.main(['--config-file', config, '--upgrade-layout'],
+                    out=out) == 0
+    assert ('marked 1 messages carried in without a mark (1 marks)'
+            in out.getvalue())
+    qs = driver.queue_state(queue, project)
+    assert len(driver.store.listing_all(qs.c, 'y/')) == 1

@@ -11,13 +11,28 @@ cleanup step lists the marks in the round of its listing below the cut
 A mark goes once the cut passed its last position (the cleanup below the
 cut takes over) or nothing is left in its range; X-Delete-At removes it
 once its messages expired in any case.
+
+Inserts before 2026-12-06 wrote no mark: ``zaqar-delay-migrate
+--upgrade-layout`` marks what they carried in (mark_unmarked).
 """
+
+import bisect
+import itertools
 
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import names
 
 # Listing pages (of marks, then of p/ entries) one cleanup step reads.
 PAGES = 10
+
+# A post's position follows its clock (posts.first_free), ahead of its
+# ``cr`` only by what posts faster than 1,000 a millisecond run up, or a
+# poster's clock lagging another's: a message whose position is further
+# past its ``cr`` kept an age it was carried in with. One carried in
+# younger goes at most this late; marking one that was not costs a
+# cleanup step a listing of its range, nothing more (its messages are
+# judged as any).
+CARRIED_GAP_MS = 1_000
 
 
 def mark(qs, messages, now):
@@ -105,3 +120,56 @@ def _move_on(qs, entry, retired, found):
         qs.store.put(qs.c, entry['name'], content_type=names.content_type(
             last=params['last'], cr=oldest), headers=qs.delete_at(
                 max(f['e'] for f in found)), recreate=False)
+
+
+def mark_unmarked(qs):
+    """Mark what inserts before marks existed carried into ``qs``: one
+    ``y/`` per run of such messages in position order that no mark
+    covers, a run at most a listing page long. Reads the queue a page
+    at a time (the marks' listing, then one listing per 10,000 ``p/``
+    entries and the PUTs of a page's runs in parallel); run again, it
+    writes nothing new. Returns (messages marked, marks written)."""
+    marked = sorted((int(e['name'][2:]),
+                     int(names.ct_params(e.get('content_type'))['last']))
+                    for e in qs.store.listing_all(qs.c, 'y/'))
+    firsts = [first for first, _ in marked]
+    # Marks may overlap (inserts racing): the furthest any reaches.
+    reach = list(itertools.accumulate((last for _, last in marked), max))
+
+    def unmarked_carry(fields):
+        ahead = fields['pos'] // names.POS_PER_MS - fields['cr']
+        if ahead <= CARRIED_GAP_MS:
+            return False
+        index = bisect.bisect_right(firsts, fields['pos']) - 1
+        return index < 0 or reach[index] < fields['pos']
+
+    counts, run, marker = [0, 0], [], None
+    while True:
+        listed = qs.store.listing(qs.c, 'p/', marker=marker)
+        runs = []
+        for fields in filter(None, map(names.position_fields, listed)):
+            if unmarked_carry(fields):
+                run.append(fields)
+                if len(run) < connection.LISTING_LIMIT:
+                    continue
+            if run:
+                runs.append(run)
+                run = []
+        if len(listed) < connection.LISTING_LIMIT:
+            runs += [run] if run else []
+        _write_marks(qs, runs, counts)
+        if len(listed) < connection.LISTING_LIMIT:
+            return tuple(counts)
+        marker = listed[-1]['name']
+
+
+def _write_marks(qs, runs, counts):
+    # Never creates the container: a queue deleted meanwhile stays so.
+    qs.store.parallel(lambda run: qs.store.put(
+        qs.c, names.carried_obj(run[0]['pos']),
+        content_type=names.content_type(
+            last=run[-1]['pos'], cr=min(f['cr'] for f in run)),
+        headers=qs.delete_at(max(f['e'] for f in run)), recreate=False),
+        runs)
+    counts[0] += sum(map(len, runs))
+    counts[1] += len(runs)

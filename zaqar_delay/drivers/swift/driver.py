@@ -17,6 +17,7 @@ from zaqar_delay import driver as base
 from zaqar_delay import errors
 from zaqar_delay import layout as shared_layout
 from zaqar_delay.conf import swift as swift_conf
+from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import drafts
@@ -130,6 +131,24 @@ class DataDriver(base.DataDriver):
             meta = self.store.container_meta(container) or {}
             if 'queue' in meta:
                 yield meta.get('project') or None, meta['queue']
+
+    def upgrade_layout(self, say):
+        """Layout 1 throughout; what inserts before 2026-12-06 carried
+        in with its age gets the marks retention's cleanup finds it by
+        (carried.mark_unmarked), queue by queue."""
+        queues = messages_marked = 0
+        for project, queue in self.queues():
+            marked, written = carried.mark_unmarked(
+                self.queue_state(queue, project))
+            queues += 1
+            messages_marked += marked
+            if marked:
+                say('Swift queue {!r} of project {!r}: marked {} messages '
+                    'carried in without a mark ({} marks)'.format(
+                        queue, project or '', marked, written))
+        say('Swift layout is version {}: {} queues read, {} messages '
+            'carried in marked'.format(LAYOUT_VERSION, queues,
+                                       messages_marked))
 
     def gc_heartbeat(self):
         if self._gc_lease is not None:
