@@ -12,7 +12,9 @@ import pytest
 import swiftclient
 from zaqar.storage import errors as storage_errors
 
-from tests.contract.helpers import bodies, claim, listed, post, stats
+from tests.contract.helpers import (CLIENT, bodies, claim, listed, post,
+                                    stats)
+from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import pops
 
@@ -47,6 +49,13 @@ def cut(monkeypatch):
             patch.setattr(swiftclient.Connection, method, failing)
             yield seen
     return cutting
+
+
+@pytest.fixture
+def dying(monkeypatch):
+    """Posts cut short in the test die with their request, so they do not
+    take back what they left (drafts.withdraw): gc's part is tested."""
+    monkeypatch.setattr(drafts, 'withdraw', lambda qs, messages, now: None)
 
 
 def objects(driver, queue, project, prefix=''):
@@ -156,7 +165,7 @@ def test_gc_finishes_a_pop_removal_that_took_only_the_message(
 # -- posts ------------------------------------------------------------------
 
 def test_a_post_cut_short_before_its_message_leaves_nothing_visible(
-        driver, make_queue, project, clock, cut):
+        driver, make_queue, project, clock, cut, dying):
     queue = make_queue()
     with cut('put_object', 'm/'):
         with pytest.raises(storage_errors.ConnectionError):
@@ -170,7 +179,7 @@ def test_a_post_cut_short_before_its_message_leaves_nothing_visible(
 
 
 def test_a_post_cut_short_before_filing_leaves_nothing_visible(
-        driver, make_queue, project, clock, cut):
+        driver, make_queue, project, clock, cut, dying):
     queue = make_queue()
     with cut('put_object', 'a/'), cut('put_object', 'd/'):
         with pytest.raises(storage_errors.ConnectionError):
@@ -190,6 +199,37 @@ def test_a_post_cut_short_before_filing_leaves_nothing_visible(
     assert objects(driver, queue, project, 'm/') == [
         names.message_obj(m['id']) for m in listed(driver, queue, project)]
     assert bodies(claim(driver, queue, project)[1]) == ['next']
+
+
+def test_a_failing_post_takes_back_its_drafts_and_pushes_nothing_out(
+        driver, make_queue, project, cut):
+    """SPEC 5: a failed post's positions counted in the length cut until
+    gc removed them (60 s on), and a cut stored meanwhile (here by the
+    claim) kept the older messages out for good."""
+    queue = make_queue({'_retention': {'length': 3}})
+    post(driver, queue, project, 'a', 'b', 'c', ttl=3600)
+    with cut('put_object', 'a/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            post(driver, queue, project, 'd', 'e', 'f', ttl=3600)
+    assert bodies(claim(driver, queue, project)[1]) == ['a', 'b', 'c']
+    assert len(objects(driver, queue, project, 'p/')) == 3
+    assert len(objects(driver, queue, project, 'm/')) == 3
+
+
+def test_a_failing_post_leaves_what_it_filed(driver, make_queue, project,
+                                             cut):
+    queue = make_queue({'_default_message_delay': 60})
+    with cut('put_object', 'a/'):
+        with pytest.raises(storage_errors.ConnectionError):
+            driver.message_controller.post(queue, [
+                {'ttl': 3600, 'body': 'later'},
+                {'ttl': 3600, 'body': 'now', 'delay': 0}], CLIENT,
+                project=project)
+    # The delayed one was filed (d/): a message, whatever its post said.
+    assert bodies(listed(driver, queue, project,
+                         include_delayed=True)) == ['later']
+    assert len(objects(driver, queue, project, 'p/')) == 1
+    assert len(objects(driver, queue, project, 'm/')) == 1
 
 
 def test_a_member_stored_outside_its_group_never_joins_it_late(
@@ -243,7 +283,8 @@ def test_a_dead_letter_copy_cut_short_is_finished_by_gc(
 
 
 def test_gc_removes_drafts_in_bounded_batches(driver, make_queue, project,
-                                               clock, cut, monkeypatch):
+                                               clock, cut, monkeypatch,
+                                               dying):
     from zaqar_delay.drivers.swift import state
     queue = make_queue()
     with cut('put_object', 'a/'), cut('put_object', 'd/'):
@@ -261,7 +302,7 @@ def test_gc_removes_drafts_in_bounded_batches(driver, make_queue, project,
 
 
 def test_a_consumer_page_stops_before_a_post_still_being_written(
-        driver, make_queue, project, clock, cut):
+        driver, make_queue, project, clock, cut, dying):
     # A post that has taken its position but not filed its message yet
     # (here: cut short before filing, which looks the same for
     # DRAFT_AGE_S) sits between two messages: the consumer is not handed

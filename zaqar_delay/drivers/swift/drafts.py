@@ -17,11 +17,22 @@ posts.py.)
 A message moves ``d/`` -> ``a/`` -> ``l/`` (settling, claiming), and each
 step writes the new entry before deleting the old one; the indexes are
 read in that order, so a message that moves meanwhile is still seen.
+
+A post that fails (its caller gets an error) takes back what it left
+unfiled at once (withdraw), not after DRAFT_AGE_S: until then its
+positions count in retention's ``length`` cut (retention.py), and a cut
+stored meanwhile keeps older messages out for good. Only a post that
+dies, or whose Swift fails that too, leaves drafts for gc.
 """
 
+import logging
+
+from zaqar_delay import errors
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import state
+
+LOG = logging.getLogger(__name__)
 
 # A post older than this has long finished or died (gc's patience).
 DRAFT_AGE_S = 60
@@ -123,6 +134,32 @@ def clean(qs, positions, filed, now):
     if drafts:
         _remove(qs, drafts, now)
     return len(suspects)
+
+
+def withdraw(qs, messages, now):
+    """Remove what a failing post of ``messages`` (state.Message) left
+    unfiled: after a settle wait, so a rival's PUT racing one of its
+    positions has landed, a position still naming the post's message,
+    whose filing no name shows (filed_by_name: one that has it is a
+    message, left to its readers). Best effort: a Swift error leaves
+    the rest to gc."""
+    placed = [m for m in messages if m.pos is not None]
+    try:
+        qs.store.settle_wait()
+        heads = qs.store.parallel(lambda m: qs.store.head(
+            qs.c, names.position_obj(m.pos)), placed)
+        ours = [m for m, head in zip(placed, heads) if head is not None
+                and names.ct_params(head.get('content-type')).get('id')
+                == m.id]
+        filed = qs.store.parallel(lambda m: filed_by_name(
+            qs, m.id, m.pos, m.gk, m.due, now), ours)
+        left = [{'id': m.id, 'pos': m.pos, 'g': m.gk}
+                for m, found in zip(ours, filed) if not found]
+        if left:
+            _remove(qs, left, now)
+    except errors.BackendUnavailable as exc:
+        LOG.warning('Swift: a failed post\'s drafts in %s are left to gc: '
+                    '%s', qs.c, exc)
 
 
 def _remove(qs, drafts, now):

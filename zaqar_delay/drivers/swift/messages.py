@@ -8,6 +8,7 @@ import logging
 from zaqar.storage import errors as storage_errors
 
 from zaqar_delay import controller
+from zaqar_delay import errors
 from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import consumers as swift_consumers
@@ -82,14 +83,21 @@ class MessageController(controller.MessageController):
             'e': now - m.age_ms + m.ttl * 1000,
             'd': now - m.age_ms + m.delay * 1000, 'u': client_uuid,
             'p': None, 'g': m.group, 'cs': m.checksum}) for m in messages]
-        kept = [m for m, ok in zip(
-            stored, posts.store(qs, stored, now, copies)) if ok]
-        carried.mark(qs, kept, now)
-        self._store.parallel(
-            lambda m: qs.make_available(m.pos, m.id, 1, m.due, now,
-                                        client=m.client),
-            [m for m in kept if m.group is None])
-        groups.join(qs, [m for m in kept if m.group is not None], now)
+        try:
+            kept = [m for m, ok in zip(
+                stored, posts.store(qs, stored, now, copies)) if ok]
+            carried.mark(qs, kept, now)
+            self._store.parallel(
+                lambda m: qs.make_available(m.pos, m.id, 1, m.due, now,
+                                            client=m.client),
+                [m for m in kept if m.group is None])
+            groups.join(qs, [m for m in kept if m.group is not None], now)
+        except errors.BackendUnavailable:
+            # A copy's call is run again (gc finishes moves): its drafts
+            # are what that run completes.
+            if not copies:
+                drafts.withdraw(qs, stored, now)
+            raise
         return [m.id for m in stored]
 
     # -- reads -------------------------------------------------------------
