@@ -4,6 +4,7 @@
 import threading
 
 import pytest
+from zaqar.storage import errors as storage_errors
 
 from tests.contract.helpers import claim, listed, post
 from tests.swift.requests import Requests
@@ -65,31 +66,38 @@ def test_racing_batches_of_creates_have_one_winner_per_object(driver,
         assert column.count(True) == 1, column
 
 
+def request_kind(method, args, kwargs):
+    """(method, name prefix), a lock's HEAD also naming its attempt."""
+    name = (kwargs.get('prefix') if method == 'get_container' else (
+        args[1] if len(args) > 1 else '')) or ''
+    if method == 'head_object' and name.startswith('l/'):
+        return method, 'l/' + name.rsplit('/', 1)[1]
+    return method, name[:2]
+
+
 def test_a_delete_by_its_claimer_reads_locks_claim_and_consumers_at_once(
         driver, make_queue, project, monkeypatch):
     """The four reads a delete by its claimer needs are in flight together
-    (its lock listing, the HEAD that shows no later attempt exists, the
-    claim and the consumers): each waits at a barrier for the other
+    (its first lock by name, the HEAD that shows no later attempt exists,
+    the claim and the consumers): each waits at a barrier for the other
     three, so a delete that read them one after another would break the
-    barrier and fail; then comes its bulk delete, and nothing else. The
-    message itself is not read: the claim's record holds its position
-    and group."""
+    barrier and fail; then comes its bulk delete, and nothing else: no
+    lock listing (a HEAD costs Swift less), and the message itself is not
+    read, the claim's record holds its position and group."""
     queue = make_queue()
     post(driver, queue, project, 'x')
     claim_id, got = claim(driver, queue, project)
     store = driver.store
     real_call = store.call
-    first_round = {('get_object', 'c/'), ('get_container', 'l/'),
-                   ('get_container', 'v/'), ('head_object', 'l/')}
+    first_round = {('get_object', 'c/'), ('head_object', 'l/1'),
+                   ('get_container', 'v/'), ('head_object', 'l/2')}
     barrier = threading.Barrier(len(first_round), timeout=10)
     met = []
 
     after = []
 
     def call(method, *args, **kwargs):
-        name = kwargs.get('prefix') if method == 'get_container' else (
-            args[1] if len(args) > 1 else '')
-        kind = (method, (name or '')[:2])
+        kind = request_kind(method, args, kwargs)
         if kind in first_round:
             first_round.discard(kind)
             barrier.wait()
@@ -106,6 +114,35 @@ def test_a_delete_by_its_claimer_reads_locks_claim_and_consumers_at_once(
     monkeypatch.undo()
     assert len(met) == 4, met
     assert after == ['post_account'], after  # the bulk delete
+    assert list(driver.message_controller.bulk_get(
+        queue, [got[0]['id']], project=project)) == []
+
+
+def test_a_delete_by_the_claimer_of_a_later_attempt_lists_its_locks(
+        driver, make_queue, project, clock, monkeypatch):
+    # Its second lock exists: the locks are listed after the first round,
+    # and the delete goes by the latest, the caller's.
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    first_claim, _ = claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    claim_id, got = claim(driver, queue, project)
+    assert claim_id != first_claim and len(got) == 1
+    kinds = []
+    real_call = driver.store.call
+
+    def call(method, *args, **kwargs):
+        kinds.append(request_kind(method, args, kwargs))
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'call', call)
+    with pytest.raises(storage_errors.MessageNotClaimedBy):
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=first_claim)
+    assert ('get_container', 'l/') in kinds, kinds
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=claim_id)
+    monkeypatch.undo()
     assert list(driver.message_controller.bulk_get(
         queue, [got[0]['id']], project=project)) == []
 

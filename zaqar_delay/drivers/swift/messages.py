@@ -329,7 +329,10 @@ class MessageController(controller.MessageController):
         messages. The lock after the one expected (the first when no
         claim is named, the second otherwise) is asked for in that round
         too: the usual delete then needs no second round to learn that no
-        later attempt exists.
+        later attempt exists. Naming a claim, the caller usually holds
+        the first attempt: its lock is asked for by name, a HEAD being
+        cheaper for Swift than a listing, and the locks are listed after
+        the round only when a second attempt exists.
 
         A message whose latest lock is a named claim's, listed in that
         claim's record, is not read at all: the record holds what its
@@ -339,7 +342,10 @@ class MessageController(controller.MessageController):
         cache = {}
         count = len(message_ids)
         probe = 2 if claim_ids else 1
-        reads = ([functools.partial(qs.store.listing, qs.c,
+        reads = ([functools.partial(qs.store.head, qs.c,
+                                    names.lock_obj(mid, 1))
+                  if claim_ids else
+                  functools.partial(qs.store.listing, qs.c,
                                     names.lock_prefix(mid))
                   for mid in message_ids]
                  + [functools.partial(qs.store.head, qs.c,
@@ -359,6 +365,8 @@ class MessageController(controller.MessageController):
             message_id, listed, probed, message = item
             if message is None:
                 return None
+            if claim_ids:
+                listed = _first_lock_listed(message_id, listed, probed)
             attempts, holder = qs.holder(qs.latest_lock(
                 message_id, listed, (probe, probed)), now, cache)
             if holder in claim_ids:
@@ -602,6 +610,17 @@ class _Held:
 
     def __init__(self, message_id, pos, gk):
         self.id, self.pos, self.gk = message_id, pos, gk
+
+
+def _first_lock_listed(message_id, first, second):
+    """The lock listing latest_lock starts from, made of the HEADs of a
+    message's first two locks: None (list them) once a second exists."""
+    if second is not None:
+        return None
+    if first is None:
+        return []
+    return [{'name': names.lock_obj(message_id, 1),
+             'content_type': first.get('content-type')}]
 
 
 def _held(message_id, attempt, record):
