@@ -58,11 +58,14 @@ def test_swift_prices_each_request_and_tallies_each_call(capsys, redis_url,
     assert counts(out, 'post of 10', 'HEAD') == [10, 0], out
     assert counts(out, 'post of 10', 'listing') == [1, 0], out
     # The README's account of a claim of 10 with its deletes: ours lists
-    # 3 times for the claim and twice per delete, and deletes four objects
+    # 3 times for the claim and once per delete (its queue's consumers;
+    # the claimer's lock is asked for by name, with the next one: 3 HEADs
+    # per message with the claim's read-back), and deletes four objects
     # per message (its filing at the claim; its position, body and lock
     # at the delete); Zaqar's lists once and DELETEs each message.
     claimed = 'claim of 10 + its deletes'
-    assert counts(out, claimed, 'listing') == [23, 1], out
+    assert counts(out, claimed, 'listing') == [13, 1], out
+    assert counts(out, claimed, 'HEAD') == [30, 10], out
     assert counts(out, claimed, 'bulk-deleted object')[0] == 40, out
     assert counts(out, claimed, 'DELETE') == [0, 10], out
     for phase in ('post of 10', 'claim of 10 + its deletes'):
