@@ -207,6 +207,20 @@ CTRL_C_CHILD = textwrap.dedent('''
 ''')
 
 
+def ctrl_c_child(zaqar_url, project, tmp_path, close_timeout):
+    """The CTRL_C_CHILD process, its output going to a file (a pipe
+    nobody reads until the end would block the child once its logging
+    filled it), and a function that reads that output so far."""
+    out_path = tmp_path / 'out'
+    env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
+    with open(out_path, 'w') as out:
+        child = subprocess.Popen(
+            [sys.executable, '-c', CTRL_C_CHILD, str(tmp_path / 'log'),
+             str(tmp_path / 'go'), close_timeout],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return child, out_path.read_text
+
+
 def test_ctrl_c_in_run_closes_the_app(zaqar_url, project, tmp_path):
     log_path, go_path = tmp_path / 'log', tmp_path / 'go'
 
@@ -216,18 +230,16 @@ def test_ctrl_c_in_run_closes_the_app(zaqar_url, project, tmp_path):
 
     producer = make_app(zaqar_url, project)
     producer.enqueue_many([{'n': n} for n in range(3)], type='Slow')
-    env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
-    child = subprocess.Popen(
-        [sys.executable, '-c', CTRL_C_CHILD, str(log_path), str(go_path),
-         '0.5'],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+    child, output = ctrl_c_child(zaqar_url, project, tmp_path, '0.5')
     try:
-        assert wait_for(lambda: 'start 0' in lines(), 30), lines()
+        assert wait_for(lambda: 'start 0' in lines(), 30), (lines(),
+                                                           output())
         child.send_signal(signal.SIGINT)
-        assert wait_for(lambda: 'interrupted' in lines(), 30), lines()
+        assert wait_for(lambda: 'interrupted' in lines(), 30), (lines(),
+                                                               output())
         go_path.touch()
-        out, _ = child.communicate(timeout=60)
+        child.wait(timeout=60)
+        out = output()
     finally:
         if child.poll() is None:
             child.kill()
@@ -254,27 +266,24 @@ def test_a_second_ctrl_c_during_close_leaves_no_type_claiming(
     producer = make_app(zaqar_url, project)
     producer.enqueue({'n': 0}, type='Slow')
     producer.enqueue({'n': 0}, type='Other')
-    env = dict(os.environ, ZD_TEST_URL=zaqar_url, ZD_TEST_PROJECT=project)
-    child = subprocess.Popen(
-        [sys.executable, '-c', CTRL_C_CHILD, str(log_path), str(go_path),
-         '60'],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+    child, output = ctrl_c_child(zaqar_url, project, tmp_path, '60')
     try:
         # Both types run (a Ctrl-C while start() is still setting one up
         # would leave it unstarted).
         assert wait_for(lambda: {'start 0', 'other 0'} <= set(lines()),
-                        30), lines()
+                        30), (lines(), output())
         child.send_signal(signal.SIGINT)
         # close() is now waiting for Slow's handler (60 s allowed).
         time.sleep(1)
         child.send_signal(signal.SIGINT)
-        assert wait_for(lambda: 'interrupted' in lines(), 30), lines()
+        assert wait_for(lambda: 'interrupted' in lines(), 30), (lines(),
+                                                               output())
         producer.enqueue({'n': 1}, type='Other')
         # Thirty of Other's polls, had it kept claiming.
         wait_for(lambda: 'other 1' in lines(), 3)
         go_path.touch()
-        out, _ = child.communicate(timeout=60)
+        child.wait(timeout=60)
+        out = output()
     finally:
         if child.poll() is None:
             child.kill()
