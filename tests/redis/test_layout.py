@@ -88,6 +88,71 @@ def test_a_claim_does_not_read_delayed_messages(driver, raw, project):
     assert reads <= 3, 'claim read %d message hashes' % reads
 
 
+# What a client sends to set up a connection, not for a call.
+HANDSHAKE = {'HELLO', 'CLIENT', 'SELECT', 'AUTH'}
+
+
+def monitored(raw, call):
+    """The commands Redis ran during ``call()``, its scripts' included
+    (MONITOR), each as its list of arguments; connection set-ups left
+    out."""
+    end = 'zd-test-monitor-end-' + uuid.uuid4().hex
+    seen = []
+    with raw.monitor() as monitor:
+        call()
+        raw.echo(end)
+        while True:
+            command = monitor.next_command()['command']
+            if end in command:
+                return seen
+            if command.split(' ')[0].upper() not in HANDSHAKE:
+                seen.append(command.split(' '))
+
+
+def claim_behind(driver, raw, project, queue, delayed):
+    """The commands of a claim on ``queue`` with ``delayed`` messages due
+    in 10 minutes ahead of the one it takes (its script loaded before)."""
+    driver.queue_controller.create(
+        queue, metadata={'_default_message_delay': 600}, project=project)
+    for start in range(0, delayed, 100):
+        driver.message_controller.post(
+            queue, [{'ttl': 900, 'body': n}
+                    for n in range(start, start + 100)], CLIENT,
+            project=project)
+    post(driver, queue, project, 'ready', delay=0)
+    claim(driver, queue, project)
+    post(driver, queue, project, 'ready too', delay=0)
+    got = []
+    commands = monitored(raw, lambda: got.append(
+        claim(driver, queue, project)[1]))
+    assert [m['body'] for m in got[0]] == ['ready too']
+    return commands
+
+
+def test_a_claim_reads_only_what_is_due_of_the_delayed_index(
+        driver, raw, project):
+    """SPEC 3: a claim never reads a delayed message before it is due,
+    whatever their number. Every command a claim sends, its script's
+    included, that touches the queue's delayed index asks only for what
+    is due (scores up to now), a batch at most, or removes what it
+    moves; and the claim sends as many commands behind 1,000 delayed
+    messages as behind none."""
+    none = claim_behind(driver, raw, project, 'empty', 0)
+    commands = claim_behind(driver, raw, project, 'q', 1000)
+    now_ms = raw.time()[0] * 1000
+    index = keys.queue_prefix('q', project) + ':delayed'
+    on_index = [c for c in commands if index in c]
+    assert on_index, commands
+    for command in on_index:
+        name = command[0].upper()
+        if name == 'ZRANGEBYSCORE':
+            assert command[2] == '-inf' and 'LIMIT' in command, command
+            assert float(command[3]) <= now_ms + 1000, command
+        else:
+            assert name in ('ZREM', 'ZADD'), command
+    assert len(commands) == len(none), (commands, none)
+
+
 def message_hash_reads(raw):
     stats = raw.info('commandstats')
     return sum(stats.get('cmdstat_' + c, {}).get('calls', 0)
