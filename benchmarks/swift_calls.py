@@ -58,6 +58,9 @@ def main(argv=None):
                                            seconds * 1000))
 
 
+CALLS = ('post of 10', 'claim of 10', 'delete')
+
+
 class Timeline:
     """Records each Swift request ``driver`` sends: (kind, start, end)."""
 
@@ -122,9 +125,6 @@ def print_zaqars_walls(theirs, calls):
     print('\nZaqar\'s Swift driver, the same calls: ' + ', '.join(
         '%s %.1f ms' % (name, statistics.median(measured) * 1000)
         for name, measured in zip(CALLS, walls)) + ' (medians)')
-
-
-CALLS = ('post of 10', 'claim of 10', 'delete')
 
 
 def print_phases(driver, calls):

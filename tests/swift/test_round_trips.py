@@ -1,6 +1,7 @@
 """Round trips on Swift: what one call waits for, not how long it takes
 (counted and synchronized here, never timed)."""
 
+import functools
 import threading
 
 import pytest
@@ -145,6 +146,30 @@ def test_a_delete_by_the_claimer_of_a_later_attempt_lists_its_locks(
     monkeypatch.undo()
     assert list(driver.message_controller.bulk_get(
         queue, [got[0]['id']], project=project)) == []
+
+
+def test_a_retried_delete_whose_removal_went_asks_for_each_lock_once(
+        driver, make_queue, project, monkeypatch):
+    # Its reply was lost: the retry finds neither lock and no message,
+    # and answers as the delete did, without asking for a lock again.
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project)
+    delete = functools.partial(driver.message_controller.delete, queue,
+                               got[0]['id'], project=project, claim=claim_id)
+    delete()
+    kinds = []
+    real_call = driver.store.call
+
+    def call(method, *args, **kwargs):
+        kinds.append(request_kind(method, args, kwargs))
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'call', call)
+    delete()
+    assert kinds.count(('head_object', 'l/1')) == 1, kinds
+    assert kinds.count(('head_object', 'l/2')) == 1, kinds
+    assert ('post_account', '') not in kinds, kinds
 
 
 def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(

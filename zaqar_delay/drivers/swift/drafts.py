@@ -144,6 +144,8 @@ def withdraw(qs, messages, now):
     message, left to its readers). Best effort: a Swift error leaves
     the rest to gc."""
     placed = [m for m in messages if m.pos is not None]
+    if not placed:
+        return
     try:
         qs.store.settle_wait()
         heads = qs.store.parallel(lambda m: qs.store.head(

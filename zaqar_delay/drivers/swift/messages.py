@@ -366,9 +366,11 @@ class MessageController(controller.MessageController):
             if message is None:
                 return None
             if claim_ids:
-                listed = _first_lock_listed(message_id, listed, probed)
+                listed, asked = _first_locks(message_id, listed, probed)
+            else:
+                asked = (probe, probed)
             attempts, holder = qs.holder(qs.latest_lock(
-                message_id, listed, (probe, probed)), now, cache)
+                message_id, listed, asked), now, cache)
             if holder in claim_ids:
                 held = _held(message_id, attempts, cache[holder])
                 if held is not None:
@@ -612,15 +614,17 @@ class _Held:
         self.id, self.pos, self.gk = message_id, pos, gk
 
 
-def _first_lock_listed(message_id, first, second):
-    """The lock listing latest_lock starts from, made of the HEADs of a
-    message's first two locks: None (list them) once a second exists."""
+def _first_locks(message_id, first, second):
+    """(listing, (attempt, its HEAD)) for latest_lock, from the HEADs of
+    a message's first two locks: the locks are listed (None) once a
+    second exists; with no first, nothing more is asked (a retried
+    delete whose removal went)."""
     if second is not None:
-        return None
+        return None, (2, second)
     if first is None:
-        return []
+        return [], (1, None)
     return [{'name': names.lock_obj(message_id, 1),
-             'content_type': first.get('content-type')}]
+             'content_type': first.get('content-type')}], (2, None)
 
 
 def _held(message_id, attempt, record):
