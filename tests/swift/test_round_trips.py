@@ -76,6 +76,20 @@ def request_kind(method, args, kwargs):
     return method, name[:2]
 
 
+def record_kinds(driver, monkeypatch):
+    """The list to which the kind of each request ``driver`` sends from
+    now on is appended."""
+    kinds = []
+    real_call = driver.store.call
+
+    def call(method, *args, **kwargs):
+        kinds.append(request_kind(method, args, kwargs))
+        return real_call(method, *args, **kwargs)
+
+    monkeypatch.setattr(driver.store, 'call', call)
+    return kinds
+
+
 def test_a_delete_by_its_claimer_reads_locks_claim_and_consumers_at_once(
         driver, make_queue, project, monkeypatch):
     """The four reads a delete by its claimer needs are in flight together
@@ -129,14 +143,7 @@ def test_a_delete_by_the_claimer_of_a_later_attempt_lists_its_locks(
     clock.advance(61)
     claim_id, got = claim(driver, queue, project)
     assert claim_id != first_claim and len(got) == 1
-    kinds = []
-    real_call = driver.store.call
-
-    def call(method, *args, **kwargs):
-        kinds.append(request_kind(method, args, kwargs))
-        return real_call(method, *args, **kwargs)
-
-    monkeypatch.setattr(driver.store, 'call', call)
+    kinds = record_kinds(driver, monkeypatch)
     with pytest.raises(storage_errors.MessageNotClaimedBy):
         driver.message_controller.delete(queue, got[0]['id'],
                                          project=project, claim=first_claim)
@@ -158,14 +165,7 @@ def test_a_retried_delete_whose_removal_went_asks_for_each_lock_once(
     delete = functools.partial(driver.message_controller.delete, queue,
                                got[0]['id'], project=project, claim=claim_id)
     delete()
-    kinds = []
-    real_call = driver.store.call
-
-    def call(method, *args, **kwargs):
-        kinds.append(request_kind(method, args, kwargs))
-        return real_call(method, *args, **kwargs)
-
-    monkeypatch.setattr(driver.store, 'call', call)
+    kinds = record_kinds(driver, monkeypatch)
     delete()
     assert kinds.count(('head_object', 'l/1')) == 1, kinds
     assert kinds.count(('head_object', 'l/2')) == 1, kinds
