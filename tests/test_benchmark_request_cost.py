@@ -62,10 +62,13 @@ def test_swift_prices_each_request_and_tallies_each_call(capsys, redis_url,
     # the claimer's lock is asked for by name, with the next one: 3 HEADs
     # per message with the claim's read-back), and deletes four objects
     # per message (its filing at the claim; its position, body and lock
-    # at the delete); Zaqar's lists once and DELETEs each message.
+    # at the delete); Zaqar's lists once and DELETEs each message. Ours
+    # GETs each message once, at the claim: a claimer's delete finds the
+    # claim's expiry in its lock, not in the claim's record.
     claimed = 'claim of 10 + its deletes'
     assert counts(out, claimed, 'listing') == [13, 1], out
     assert counts(out, claimed, 'HEAD') == [30, 10], out
+    assert counts(out, claimed, 'GET') == [10, 20], out
     assert counts(out, claimed, 'bulk-deleted object')[0] == 40, out
     assert counts(out, claimed, 'DELETE') == [0, 10], out
     for phase in ('post of 10', 'claim of 10 + its deletes'):

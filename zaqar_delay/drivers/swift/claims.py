@@ -263,7 +263,8 @@ class ClaimController(controller.ClaimController):
             self._record(qs, claim_id, record, [
                 [entry[1], entry[0], entry[2], entry[3], entry[4]]
                 for entry, kind in zip(chunk, kinds) if kind == claim_id])
-        results = self._attempts(qs, now, chunk, kinds, claim_id, keep)
+        results = self._attempts(qs, now, chunk, kinds, claim_id, keep,
+                                 record['e'])
         dead = []
         for entry, kind, message in zip(chunk, kinds, results):
             if message is None or kind == names.DEAD:
@@ -305,15 +306,17 @@ class ClaimController(controller.ClaimController):
         self._store.put(qs.c, names.expiry_obj(record['e'], claim_id),
                         content_type=names.hint_type(record))
 
-    def _attempts(self, qs, now, chunk, kinds, op, keep):
+    def _attempts(self, qs, now, chunk, kinds, op, keep, expiry):
         """Win attempt ``entry`` of each message of ``chunk``: its
         message, or None. Every lock is proposed before any is read back,
         so the chunk waits ``create_settle_time`` once, and the messages
         are read during that wait. A pop's lock names the pop (``op``),
-        whose outcome decides. A message won that ``keep`` no longer
-        keeps is removed, not handed out (_past_time)."""
+        whose outcome decides; a claim's carries the claim's ``expiry``.
+        A message won that ``keep`` no longer keeps is removed, not
+        handed out (_past_time)."""
         tokens = self._store.parallel(
-            lambda item: self._propose(qs, now, *item, op=op),
+            lambda item: self._propose(qs, now, *item, op=op,
+                                       expiry=expiry),
             list(zip(chunk, kinds)))
         proposed = [(entry, token[0], kind == op) for entry, kind, token
                     in zip(chunk, kinds, tokens) if token]
@@ -378,7 +381,7 @@ class ClaimController(controller.ClaimController):
             LOG.warning('Swift: messages of %s past retention\'s time are '
                         'left to the cleanup', qs.c, exc_info=True)
 
-    def _propose(self, qs, now, entry, kind, op):
+    def _propose(self, qs, now, entry, kind, op, expiry):
         """(owner token, True if written) of this entry's lock, or None
         when the entry is not its group's head."""
         pos, message_id, attempt, gk = entry[:4]
@@ -398,8 +401,11 @@ class ClaimController(controller.ClaimController):
             # filed and is taken once it is the head.
             return None
         token = uuid.uuid4().hex
-        lock_type = names.content_type(
-            c=kind, o=op if kind == names.POP else None)
+        if kind == op and kind != names.POP:
+            lock_type = names.claim_lock_type(kind, expiry, pos, gk)
+        else:
+            lock_type = names.content_type(
+                c=kind, o=op if kind == names.POP else None)
         return token, self._store.propose(
             qs.c, names.lock_obj(message_id, attempt), token,
             content_type=lock_type)
@@ -502,12 +508,18 @@ class ClaimController(controller.ClaimController):
         old_expiry = record['e']
         record.update(t=ttl, g=grace, e=now + ttl * 1000)
         keep_until = record['e'] + grace * 1000
+        if record['e'] < old_expiry:
+            # Before the record: a lock never says its claim lives longer.
+            self._relabel_locks(qs, claim_id, record['m'], record['e'])
         self._put_hint(qs, claim_id, record)
         qs.write_claim(claim_id, record)
         if old_expiry != record['e']:
             self._store.delete(qs.c, names.expiry_obj(old_expiry, claim_id))
+        longer = record['e'] > old_expiry
 
         def extend(item):
+            if longer:
+                self._relabel_locks(qs, claim_id, [item], record['e'])
             message = qs.message(item[0], now)
             if message is not None:
                 qs.extend(message, keep_until, ttl + grace)
@@ -515,12 +527,30 @@ class ClaimController(controller.ClaimController):
         self._store.parallel(extend, record['m'])
         return True
 
+    def _relabel_locks(self, qs, claim_id, members, expiry):
+        """Write the claim's ``expiry`` (None: none, so readers go to the
+        record) into the locks of ``members`` (a record's: the messages
+        it won), which a claimer's delete goes by (names.py, ``l/``). A
+        POST never creates: a lock gone with its message stays gone.
+        Members of records written before group keys were kept get no
+        expiry: their deletes read the record."""
+        def relabel(member):
+            known = len(member) > 3
+            qs.store.post(qs.c, names.lock_obj(member[0], member[2]), {
+                'Content-Type': names.claim_lock_type(
+                    claim_id, expiry if known else None, member[1],
+                    member[3] if known else None)})
+
+        self._store.parallel(relabel, members)
+
     def _release(self, queue, project, claim_id):
         now = self.driver.now_ms()
         qs = self.driver.queue_state(queue, project)
         record = self._live(qs, claim_id, now)
         if record is None:
             return
+        # Before the record goes: the locks must not outlive it as live.
+        self._relabel_locks(qs, claim_id, record['m'], None)
         qs.redeliver(claim_id, record, now, now)
         self._store.delete_many(qs.c, [
             names.claim_obj(claim_id),

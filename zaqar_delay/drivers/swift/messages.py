@@ -324,21 +324,22 @@ class MessageController(controller.MessageController):
     def _targets(self, queue, project, qs, message_ids, now, claim_ids=()):
         """(message, claim count, live claim id) of each live message.
         Their locks are read in one parallel round with what the removal
-        needs (the length cut, whether the queue has consumers), the
-        claim records the caller names and, when it names none, the
-        messages. The lock after the one expected (the first when no
-        claim is named, the second otherwise) is asked for in that round
-        too: the usual delete then needs no second round to learn that no
-        later attempt exists. Naming a claim, the caller usually holds
-        the first attempt: its lock is asked for by name, a HEAD being
-        cheaper for Swift than a listing, and the locks are listed after
-        the round only when a second attempt exists.
+        needs (the length cut, whether the queue has consumers) and, when
+        the caller names no claim, the messages. The lock after the one
+        expected (the first when no claim is named, the second otherwise)
+        is asked for in that round too: the usual delete then needs no
+        second round to learn that no later attempt exists. Naming a
+        claim, the caller usually holds the first attempt: its lock is
+        asked for by name, a HEAD being cheaper for Swift than a listing,
+        and the locks are listed after the round only when a second
+        attempt exists.
 
-        A message whose latest lock is a named claim's, listed in that
-        claim's record, is not read at all: the record holds what its
-        removal needs (position, group key), and a lock goes only with
-        its message, or in a delete of that claim cut short, which this
-        one finishes. Any other message is read after the round."""
+        A message whose latest lock is a named claim's and says that
+        claim lives is not read at all, nor is the claim's record: the
+        lock holds what its removal needs (position, group key; names.py,
+        ``l/``), and a lock goes only with its message, or in a delete of
+        that claim cut short, which this one finishes. Otherwise the
+        record decides, read after the round, as is any other message."""
         cache = {}
         count = len(message_ids)
         probe = 2 if claim_ids else 1
@@ -352,9 +353,7 @@ class MessageController(controller.MessageController):
                                       names.lock_obj(mid, probe))
                     for mid in message_ids]
                  + [lambda: self._pin_cut(queue, project, qs, now),
-                    qs.has_consumers]
-                 + [functools.partial(qs.claim_record, cid, cache)
-                    for cid in claim_ids])
+                    qs.has_consumers])
         if not claim_ids:
             reads += [functools.partial(qs.message, mid, now)
                       for mid in message_ids]
@@ -369,8 +368,13 @@ class MessageController(controller.MessageController):
                 listed, asked = _first_locks(message_id, listed, probed)
             else:
                 asked = (probe, probed)
-            attempts, holder = qs.holder(qs.latest_lock(
-                message_id, listed, asked), now, cache)
+            attempts, lock = qs.latest_lock_fields(message_id, listed,
+                                                   asked)
+            held = _held_by_lock(message_id, lock, claim_ids, now)
+            if held is not None:
+                return held, attempts, lock['c']
+            attempts, holder = qs.holder((attempts, lock.get('c')), now,
+                                         cache)
             if holder in claim_ids:
                 held = _held(message_id, attempts, cache[holder])
                 if held is not None:
@@ -380,14 +384,14 @@ class MessageController(controller.MessageController):
                 if message is None:
                     return None
             return message, attempts, holder or self._remover(
-                message_id, attempts, claim_ids, cache, now)
+                qs, message_id, attempts, claim_ids, cache, now)
 
         return [t for t in self._store.parallel(target, list(zip(
             message_ids, found[:count], found[count:2 * count], unread)))
             if t is not None]
 
     @staticmethod
-    def _remover(message_id, count, claim_ids, cache, now):
+    def _remover(qs, message_id, count, claim_ids, cache, now):
         """A named live claim whose record has it win a later attempt of
         ``message_id`` than the locks left show: that claim's delete was
         cut short after its lock went (a bulk delete fails object by
@@ -395,7 +399,7 @@ class MessageController(controller.MessageController):
         order and a claim's id reaches its client only after its locks
         are won, so no other claim matches."""
         for claim_id in claim_ids:
-            record = cache.get(claim_id)
+            record = qs.claim_record(claim_id, cache)
             if record is not None and record['e'] > now and any(
                     member[0] == message_id and member[2] > count
                     for member in record['m']):
@@ -625,6 +629,19 @@ def _first_locks(message_id, first, second):
         return [], (1, None)
     return [{'name': names.lock_obj(message_id, 1),
              'content_type': first.get('content-type')}], (2, None)
+
+
+def _held_by_lock(message_id, lock, claim_ids, now):
+    """The message as its latest lock (its fields) describes it, when
+    that lock is a named claim's and says the claim lives; else None.
+    A lock's expiry is never later than its claim's (names.py, ``l/``)."""
+    if lock.get('c') not in claim_ids:
+        return None
+    try:
+        expires, pos = int(lock['e']), int(lock['p'])
+    except (KeyError, ValueError):
+        return None
+    return _Held(message_id, pos, lock.get('g')) if expires > now else None
 
 
 def _held(message_id, attempt, record):

@@ -38,6 +38,14 @@ object                     holds
                            ``t``, the target queue, a pop ``o``, its pop
                            id). The latest K is the claim
                            count; its claim id is the message's claim.
+                           A claim's lock also carries ``e`` (the
+                           claim's expiry; never later than the
+                           record's: a shortening renewal lowers it
+                           first, a release drops it first), ``p``
+                           and ``g`` (the message's position and group
+                           key), so its claimer's delete reads no
+                           record. Locks without ``e`` (written before
+                           2026-12-06) send it to the record.
 ``c/<claim id>``           a claim: ttl, grace, expiry, redelivery delay and
                            its members (JSON: id, position, attempt, group
                            key or null). Written before the locks.
@@ -412,6 +420,12 @@ def content_type(**params):
     return CONTENT_TYPE + ''.join(
         ';%s=%s' % (key, enc(str(value))) for key, value in params.items()
         if value is not None)
+
+
+def claim_lock_type(claim_id, expires_ms, position, gk):
+    """Content-Type of a claim's lock (``l/``): ``expires_ms`` None
+    drops its expiry (a release), which sends readers to the record."""
+    return content_type(c=claim_id, e=expires_ms, p=position, g=gk)
 
 
 def position_fields(entry):

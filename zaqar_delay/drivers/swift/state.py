@@ -205,14 +205,21 @@ class QueueState:
         when the probed attempt is the one to ask for, the lookup costs no
         round trip of its own.
         """
+        attempts, fields = self.latest_lock_fields(message_id, listed,
+                                                   probed)
+        return attempts, fields.get('c')
+
+    def latest_lock_fields(self, message_id, listed=None, probed=None):
+        """``latest_lock`` with every field of that lock's Content-Type
+        (a claim's lock carries its expiry, the message's position and
+        group key: names.py, ``l/``); {} when no attempt was won."""
         if listed is None:
             listed = self.store.listing(self.c, names.lock_prefix(message_id))
-        best = (0, None)
+        best = (0, {})
         for entry in listed:
             attempt = names.parse_lock(entry['name'])[1]
             if attempt > best[0]:
-                best = (attempt, names.ct_params(
-                    entry.get('content_type')).get('c'))
+                best = (attempt, names.ct_params(entry.get('content_type')))
         while True:
             if probed is not None and probed[0] == best[0] + 1:
                 found = probed[1]
@@ -221,8 +228,7 @@ class QueueState:
                     message_id, best[0] + 1))
             if found is None:
                 return best
-            best = (best[0] + 1, names.ct_params(
-                found.get('content-type')).get('c'))
+            best = (best[0] + 1, names.ct_params(found.get('content-type')))
 
     def claim_record(self, claim_id, cache=None):
         if cache is not None and claim_id in cache:

@@ -1,0 +1,155 @@
+"""Swift: a claim's locks carry its expiry, so its claimer's delete reads
+no claim record; renewals and releases keep them from saying more than
+the record (names.py, ``l/``)."""
+
+import pytest
+from zaqar.storage import errors as storage_errors
+
+from tests.contract.helpers import claim, post
+from tests.swift.test_round_trips import record_kinds
+from zaqar_delay.drivers.swift import names
+
+
+def lock_fields(driver, queue, project, message_id, attempt=1):
+    qs = driver.queue_state(queue, project)
+    found = driver.store.head(qs.c, names.lock_obj(message_id, attempt))
+    return names.ct_params(found.get('content-type'))
+
+
+def record_expiry(driver, queue, project, claim_id):
+    qs = driver.queue_state(queue, project)
+    return qs.claim_record(claim_id)['e']
+
+
+def delete_as_claimer(driver, queue, project, message_id, claim_id,
+                      monkeypatch):
+    """Delete under the claim; the kinds of request it sent. Asserts the
+    message went."""
+    kinds = record_kinds(driver, monkeypatch)
+    driver.message_controller.delete(queue, message_id, project=project,
+                                     claim=claim_id)
+    monkeypatch.undo()
+    assert list(driver.message_controller.bulk_get(
+        queue, [message_id], project=project)) == []
+    return kinds
+
+
+def test_a_claims_lock_carries_its_expiry_position_and_group(
+        driver, make_queue, project, clock):
+    queue = make_queue({'_message_group_key': 'g'})
+    post(driver, queue, project, {'g': 'a', 'n': 1})
+    claim_id, got = claim(driver, queue, project, ttl=60)
+    fields = lock_fields(driver, queue, project, got[0]['id'])
+    qs = driver.queue_state(queue, project)
+    [position] = driver.store.listing(qs.c, 'p/')
+    [member] = driver.store.listing(qs.c, 'g/')
+    assert fields['c'] == claim_id
+    assert int(fields['e']) == record_expiry(driver, queue, project,
+                                             claim_id)
+    assert int(fields['p']) == int(position['name'][2:])
+    assert fields['g'] == names.parse_group_entry(member['name'])[0]
+
+
+def test_a_released_claims_delete_is_refused_though_its_lock_stays(
+        driver, make_queue, project):
+    # The lock stays as the attempt's record; the release takes its
+    # expiry off before the claim's record goes, so the delete asks the
+    # record, finds none, and refuses as before.
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=60)
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    fields = lock_fields(driver, queue, project, got[0]['id'])
+    assert fields['c'] == claim_id and 'e' not in fields
+    with pytest.raises(storage_errors.MessageNotClaimed):
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=claim_id)
+    assert driver.message_controller.get(queue, got[0]['id'],
+                                         project=project)['id'] == \
+        got[0]['id']
+
+
+def test_a_shortened_claim_cannot_delete_once_its_new_expiry_passed(
+        driver, make_queue, project, clock):
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=300)
+    driver.claim_controller.update(queue, claim_id, {'ttl': 60},
+                                   project=project)
+    fields = lock_fields(driver, queue, project, got[0]['id'])
+    assert int(fields['e']) == record_expiry(driver, queue, project,
+                                             claim_id)
+    clock.advance(61)
+    # Still inside the 300 s first asked for: the lock must not say so.
+    with pytest.raises(storage_errors.MessageNotClaimed):
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=claim_id)
+
+
+def test_a_shortening_renewal_lowers_the_locks_before_the_record(
+        driver, make_queue, project, clock, monkeypatch):
+    # A renewal that fails between the two leaves locks that say less
+    # than the record, never more.
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=300)
+    before = record_expiry(driver, queue, project, claim_id)
+    qs_type = type(driver.queue_state(queue, project))
+
+    def fail(*args, **kwargs):
+        raise RuntimeError('the record write failed')
+
+    monkeypatch.setattr(qs_type, 'write_claim', fail)
+    with pytest.raises(RuntimeError):
+        driver.claim_controller.update(queue, claim_id, {'ttl': 60},
+                                       project=project)
+    monkeypatch.undo()
+    assert record_expiry(driver, queue, project, claim_id) == before
+    assert int(lock_fields(driver, queue, project,
+                           got[0]['id'])['e']) < before
+    # Past what the locks say, within what the record says: the delete
+    # asks the record, which decides.
+    clock.advance(61)
+    kinds = delete_as_claimer(driver, queue, project, got[0]['id'],
+                              claim_id, monkeypatch)
+    assert ('get_object', 'c/') in kinds, kinds
+
+
+def test_a_longer_renewal_lets_its_claimer_delete_by_the_lock_alone(
+        driver, make_queue, project, clock, monkeypatch):
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=60)
+    driver.claim_controller.update(queue, claim_id, {'ttl': 600},
+                                   project=project)
+    assert int(lock_fields(driver, queue, project, got[0]['id'])['e']) \
+        == record_expiry(driver, queue, project, claim_id)
+    clock.advance(120)
+    kinds = delete_as_claimer(driver, queue, project, got[0]['id'],
+                              claim_id, monkeypatch)
+    assert ('get_object', 'c/') not in kinds, kinds
+
+
+def test_a_lock_written_without_an_expiry_sends_the_delete_to_the_record(
+        driver, make_queue, project, monkeypatch):
+    # Locks of claims made before 2026-12-06 name only the claim.
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=60)
+    qs = driver.queue_state(queue, project)
+    assert driver.store.post(qs.c, names.lock_obj(got[0]['id'], 1), {
+        'Content-Type': names.content_type(c=claim_id)})
+    kinds = delete_as_claimer(driver, queue, project, got[0]['id'],
+                              claim_id, monkeypatch)
+    assert ('get_object', 'c/') in kinds, kinds
+
+
+def test_an_expired_lock_is_not_taken_for_a_live_claim(
+        driver, make_queue, project, clock):
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=60)
+    clock.advance(61)
+    with pytest.raises(storage_errors.MessageNotClaimed):
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=claim_id)
