@@ -2,6 +2,8 @@
 no claim record; renewals and releases keep them from saying more than
 the record (names.py, ``l/``)."""
 
+import uuid
+
 import pytest
 from zaqar.storage import errors as storage_errors
 
@@ -153,3 +155,26 @@ def test_an_expired_lock_is_not_taken_for_a_live_claim(
     with pytest.raises(storage_errors.MessageNotClaimed):
         driver.message_controller.delete(queue, got[0]['id'],
                                          project=project, claim=claim_id)
+
+
+def test_a_claim_within_the_safety_margin_asks_for_a_later_attempt(
+        driver, make_queue, project, clock, monkeypatch):
+    # Under 2 s (claims.SAFETY_MS) before its expiry, a node whose clock
+    # runs that much ahead may have ended the claim and another won the
+    # next attempt: the delete asks for it, and is refused.
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    claim_id, got = claim(driver, queue, project, ttl=60)
+    qs = driver.queue_state(queue, project)
+    clock.advance(59)
+    rival = str(uuid.uuid4())
+    qs.write_claim(rival, {'t': 60, 'g': 60, 'e': driver.now_ms() + 60000,
+                           'rd': 0, 'm': [[got[0]['id'], 0, 2]]})
+    assert driver.store.create(qs.c, names.lock_obj(got[0]['id'], 2),
+                               content_type=names.content_type(c=rival))
+    kinds = record_kinds(driver, monkeypatch)
+    with pytest.raises(storage_errors.MessageNotClaimedBy):
+        driver.message_controller.delete(queue, got[0]['id'],
+                                         project=project, claim=claim_id)
+    monkeypatch.undo()
+    assert ('head_object', 'l/2') in kinds, kinds

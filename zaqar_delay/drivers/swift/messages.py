@@ -11,6 +11,7 @@ from zaqar_delay import controller
 from zaqar_delay import errors
 from zaqar_delay import sticky
 from zaqar_delay.drivers.swift import carried
+from zaqar_delay.drivers.swift import claims as swift_claims
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import group_admin
@@ -325,54 +326,64 @@ class MessageController(controller.MessageController):
         """(message, claim count, live claim id) of each live message.
         Their locks are read in one parallel round with what the removal
         needs (the length cut, whether the queue has consumers) and, when
-        the caller names no claim, the messages. The lock after the one
-        expected (the first when no claim is named, the second otherwise)
-        is asked for in that round too: the usual delete then needs no
-        second round to learn that no later attempt exists. Naming a
-        claim, the caller usually holds the first attempt: its lock is
-        asked for by name, a HEAD being cheaper for Swift than a listing,
-        and the locks are listed after the round only when a second
-        attempt exists.
+        the caller names no claim, the messages, with the first lock
+        missing from a listing asked for by name (Listings that lag,
+        latest_lock): the usual delete needs no second round.
 
-        A message whose latest lock is a named claim's and says that
-        claim lives is not read at all, nor is the claim's record: the
-        lock holds what its removal needs (position, group key; names.py,
+        Naming a claim, the caller usually holds the first attempt: its
+        lock is asked for by name (a HEAD costs Swift less than a
+        listing). When that lock is a named claim's and says the claim
+        lives past the claim safety margin, the message is the caller's:
+        no node whose clock is within the margin can have ended that
+        claim, and nobody takes a later attempt while it lives; the lock
+        holds what the removal needs (position, group key; names.py,
         ``l/``), and a lock goes only with its message, or in a delete of
-        that claim cut short, which this one finishes. Otherwise the
-        record decides, read after the round, as is any other message."""
+        that claim cut short, which this one finishes. Neither the
+        message, the claim's record nor the next lock is read. Otherwise
+        the next lock is asked for, the locks listed when it exists, and
+        the record decides, read after the round, as is any other
+        message."""
         cache = {}
         count = len(message_ids)
-        probe = 2 if claim_ids else 1
         reads = ([functools.partial(qs.store.head, qs.c,
                                     names.lock_obj(mid, 1))
-                  if claim_ids else
-                  functools.partial(qs.store.listing, qs.c,
+                  for mid in message_ids] if claim_ids else
+                 [functools.partial(qs.store.listing, qs.c,
                                     names.lock_prefix(mid))
                   for mid in message_ids]
                  + [functools.partial(qs.store.head, qs.c,
-                                      names.lock_obj(mid, probe))
+                                      names.lock_obj(mid, 1))
                     for mid in message_ids]
-                 + [lambda: self._pin_cut(queue, project, qs, now),
-                    qs.has_consumers])
-        if not claim_ids:
-            reads += [functools.partial(qs.message, mid, now)
-                      for mid in message_ids]
-        found = self._store.parallel(lambda read: read(), reads)
-        unread = [_UNREAD] * count if claim_ids else found[-count:]
+                 + [functools.partial(qs.message, mid, now)
+                    for mid in message_ids])
+        found = self._store.parallel(lambda read: read(), reads + [
+            lambda: self._pin_cut(queue, project, qs, now),
+            qs.has_consumers])[:len(reads)]
+        if claim_ids:
+            firsts, probes, unread = found, [None] * count, [_UNREAD] * count
+        else:
+            firsts, probes, unread = (found[:count], found[count:2 * count],
+                                      found[2 * count:])
+        margin = now + swift_claims.SAFETY_MS
 
         def target(item):
             message_id, listed, probed, message = item
             if message is None:
                 return None
             if claim_ids:
-                listed, asked = _first_locks(message_id, listed, probed)
+                held = listed and _held_by_lock(
+                    message_id, names.ct_params(
+                        listed.get('content-type')), claim_ids, margin)
+                if held:
+                    return held, 1, held.claim_id
+                listed, asked = _first_locks(qs, message_id, listed)
             else:
-                asked = (probe, probed)
+                asked = (1, probed)
             attempts, lock = qs.latest_lock_fields(message_id, listed,
                                                    asked)
             held = _held_by_lock(message_id, lock, claim_ids, now)
             if held is not None:
-                return held, attempts, lock['c']
+                return held, attempts, held.claim_id
             attempts, holder = qs.holder((attempts, lock.get('c')), now,
                                          cache)
             if holder in claim_ids:
@@ -387,8 +398,7 @@ class MessageController(controller.MessageController):
                 qs, message_id, attempts, claim_ids, cache, now)
 
         return [t for t in self._store.parallel(target, list(zip(
-            message_ids, found[:count], found[count:2 * count], unread)))
-            if t is not None]
+            message_ids, firsts, probes, unread))) if t is not None]
 
     @staticmethod
     def _remover(qs, message_id, count, claim_ids, cache, now):
@@ -612,36 +622,41 @@ _UNREAD = object()
 class _Held:
     """What a delete needs of a message its claim's record describes."""
 
-    __slots__ = ('id', 'pos', 'gk')
+    __slots__ = ('id', 'pos', 'gk', 'claim_id')
 
-    def __init__(self, message_id, pos, gk):
+    def __init__(self, message_id, pos, gk, claim_id=None):
         self.id, self.pos, self.gk = message_id, pos, gk
+        self.claim_id = claim_id
 
 
-def _first_locks(message_id, first, second):
-    """(listing, (attempt, its HEAD)) for latest_lock, from the HEADs of
-    a message's first two locks: the locks are listed (None) once a
-    second exists; with no first, nothing more is asked (a retried
-    delete whose removal went)."""
-    if second is not None:
-        return None, (2, second)
+def _first_locks(qs, message_id, first):
+    """(listing, (attempt, its HEAD)) for latest_lock, from the HEAD of a
+    message's first lock: with none, nothing more is asked (a retried
+    delete whose removal went); else the second is asked for, and the
+    locks are listed (None) once it exists."""
     if first is None:
         return [], (1, None)
+    second = qs.store.head(qs.c, names.lock_obj(message_id, 2))
+    if second is not None:
+        return None, (2, second)
     return [{'name': names.lock_obj(message_id, 1),
              'content_type': first.get('content-type')}], (2, None)
 
 
-def _held_by_lock(message_id, lock, claim_ids, now):
-    """The message as its latest lock (its fields) describes it, when
-    that lock is a named claim's and says the claim lives; else None.
-    A lock's expiry is never later than its claim's (names.py, ``l/``)."""
+def _held_by_lock(message_id, lock, claim_ids, after):
+    """The message as its lock (the lock's fields) describes it, when
+    that lock is a named claim's and says the claim lives past
+    ``after`` (ms); else None. A lock's expiry is never later than its
+    claim's (names.py, ``l/``)."""
     if lock.get('c') not in claim_ids:
         return None
     try:
         expires, pos = int(lock['e']), int(lock['p'])
     except (KeyError, ValueError):
         return None
-    return _Held(message_id, pos, lock.get('g')) if expires > now else None
+    if expires <= after:
+        return None
+    return _Held(message_id, pos, lock.get('g'), lock['c'])
 
 
 def _held(message_id, attempt, record):
