@@ -18,6 +18,20 @@ def lock_fields(driver, queue, project, message_id, attempt=1):
     return names.ct_params(found.get('content-type'))
 
 
+def claimed(driver, make_queue, project, ttl):
+    """(queue, claim id, messages) of one message posted and claimed."""
+    queue = make_queue()
+    post(driver, queue, project, 'x')
+    return (queue,) + claim(driver, queue, project, ttl=ttl)
+
+
+def assert_refused(driver, queue, project, message_id, claim_id, error):
+    """A delete of ``message_id`` under ``claim_id`` raises ``error``."""
+    with pytest.raises(error):
+        driver.message_controller.delete(queue, message_id,
+                                         project=project, claim=claim_id)
+
+
 def record_expiry(driver, queue, project, claim_id):
     qs = driver.queue_state(queue, project)
     return qs.claim_record(claim_id)['e']
@@ -57,15 +71,12 @@ def test_a_released_claims_delete_is_refused_though_its_lock_stays(
     # The lock stays as the attempt's record; the release takes its
     # expiry off before the claim's record goes, so the delete asks the
     # record, finds none, and refuses as before.
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=60)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
     driver.claim_controller.delete(queue, claim_id, project=project)
     fields = lock_fields(driver, queue, project, got[0]['id'])
     assert fields['c'] == claim_id and 'e' not in fields
-    with pytest.raises(storage_errors.MessageNotClaimed):
-        driver.message_controller.delete(queue, got[0]['id'],
-                                         project=project, claim=claim_id)
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimed)
     assert driver.message_controller.get(queue, got[0]['id'],
                                          project=project)['id'] == \
         got[0]['id']
@@ -73,9 +84,7 @@ def test_a_released_claims_delete_is_refused_though_its_lock_stays(
 
 def test_a_shortened_claim_cannot_delete_once_its_new_expiry_passed(
         driver, make_queue, project, clock):
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=300)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=300)
     driver.claim_controller.update(queue, claim_id, {'ttl': 60},
                                    project=project)
     fields = lock_fields(driver, queue, project, got[0]['id'])
@@ -83,18 +92,15 @@ def test_a_shortened_claim_cannot_delete_once_its_new_expiry_passed(
                                              claim_id)
     clock.advance(61)
     # Still inside the 300 s first asked for: the lock must not say so.
-    with pytest.raises(storage_errors.MessageNotClaimed):
-        driver.message_controller.delete(queue, got[0]['id'],
-                                         project=project, claim=claim_id)
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimed)
 
 
 def test_a_shortening_renewal_lowers_the_locks_before_the_record(
         driver, make_queue, project, clock, monkeypatch):
     # A renewal that fails between the two leaves locks that say less
     # than the record, never more.
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=300)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=300)
     before = record_expiry(driver, queue, project, claim_id)
     qs_type = type(driver.queue_state(queue, project))
 
@@ -119,9 +125,7 @@ def test_a_shortening_renewal_lowers_the_locks_before_the_record(
 
 def test_a_longer_renewal_lets_its_claimer_delete_by_the_lock_alone(
         driver, make_queue, project, clock, monkeypatch):
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=60)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
     driver.claim_controller.update(queue, claim_id, {'ttl': 600},
                                    project=project)
     assert int(lock_fields(driver, queue, project, got[0]['id'])['e']) \
@@ -135,9 +139,7 @@ def test_a_longer_renewal_lets_its_claimer_delete_by_the_lock_alone(
 def test_a_lock_written_without_an_expiry_sends_the_delete_to_the_record(
         driver, make_queue, project, monkeypatch):
     # Locks of claims made before 2026-12-06 name only the claim.
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=60)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
     qs = driver.queue_state(queue, project)
     assert driver.store.post(qs.c, names.lock_obj(got[0]['id'], 1), {
         'Content-Type': names.content_type(c=claim_id)})
@@ -148,13 +150,10 @@ def test_a_lock_written_without_an_expiry_sends_the_delete_to_the_record(
 
 def test_an_expired_lock_is_not_taken_for_a_live_claim(
         driver, make_queue, project, clock):
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=60)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
     clock.advance(61)
-    with pytest.raises(storage_errors.MessageNotClaimed):
-        driver.message_controller.delete(queue, got[0]['id'],
-                                         project=project, claim=claim_id)
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimed)
 
 
 def test_a_claim_within_the_safety_margin_asks_for_a_later_attempt(
@@ -162,9 +161,7 @@ def test_a_claim_within_the_safety_margin_asks_for_a_later_attempt(
     # Under 2 s (claims.SAFETY_MS) before its expiry, a node whose clock
     # runs that much ahead may have ended the claim and another won the
     # next attempt: the delete asks for it, and is refused.
-    queue = make_queue()
-    post(driver, queue, project, 'x')
-    claim_id, got = claim(driver, queue, project, ttl=60)
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
     qs = driver.queue_state(queue, project)
     clock.advance(59)
     rival = str(uuid.uuid4())
@@ -173,8 +170,7 @@ def test_a_claim_within_the_safety_margin_asks_for_a_later_attempt(
     assert driver.store.create(qs.c, names.lock_obj(got[0]['id'], 2),
                                content_type=names.content_type(c=rival))
     kinds = record_kinds(driver, monkeypatch)
-    with pytest.raises(storage_errors.MessageNotClaimedBy):
-        driver.message_controller.delete(queue, got[0]['id'],
-                                         project=project, claim=claim_id)
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimedBy)
     monkeypatch.undo()
     assert ('head_object', 'l/2') in kinds, kinds
