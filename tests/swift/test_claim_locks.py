@@ -174,3 +174,37 @@ def test_a_claim_within_the_safety_margin_asks_for_a_later_attempt(
                    storage_errors.MessageNotClaimedBy)
     monkeypatch.undo()
     assert ('head_object', 'l/2') in kinds, kinds
+
+
+def test_crossing_renewals_leave_no_lock_saying_more_than_the_record(
+        driver, make_queue, project, clock, monkeypatch):
+    # A client retries a renewal (600 s) whose reply was lost; the retry
+    # asks for 120 s. The first writes the record, then the retry runs
+    # whole before the first writes its locks: without a read-back the
+    # locks would say 600 s and the record 120 s, and the claimer's
+    # delete would go by the locks past the claim's end.
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
+    relabel = type(driver.claim_controller)._relabel_locks
+    crossed = []
+
+    def relabel_after_the_retry(self, qs, cid, members, expiry):
+        if expiry is not None and expiry > driver.now_ms() + 300000 \
+                and not crossed:
+            crossed.append(expiry)
+            driver.claim_controller.update(queue, claim_id, {'ttl': 120},
+                                           project=project)
+        return relabel(self, qs, cid, members, expiry)
+
+    monkeypatch.setattr(type(driver.claim_controller), '_relabel_locks',
+                        relabel_after_the_retry)
+    driver.claim_controller.update(queue, claim_id, {'ttl': 600},
+                                   project=project)
+    monkeypatch.undo()
+    assert crossed, 'the renewals did not cross'
+    expiry = record_expiry(driver, queue, project, claim_id)
+    assert expiry < crossed[0]
+    fields = lock_fields(driver, queue, project, got[0]['id'])
+    assert 'e' not in fields or int(fields['e']) <= expiry, fields
+    clock.advance(121)
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimed)

@@ -515,17 +515,30 @@ class ClaimController(controller.ClaimController):
         qs.write_claim(claim_id, record)
         if old_expiry != record['e']:
             self._store.delete(qs.c, names.expiry_obj(old_expiry, claim_id))
-        longer = record['e'] > old_expiry
 
         def extend(item):
-            if longer:
-                self._relabel_locks(qs, claim_id, [item], record['e'])
+            # After the record too when shortening: a racing renewal may
+            # have raised the locks in between (_unless_rewritten).
+            self._relabel_locks(qs, claim_id, [item], record['e'])
             message = qs.message(item[0], now)
             if message is not None:
                 qs.extend(message, keep_until, ttl + grace)
 
         self._store.parallel(extend, record['m'])
+        self._unless_rewritten(qs, claim_id, record)
         return True
+
+    def _unless_rewritten(self, qs, claim_id, record):
+        """Two renewals of one claim (a client's retry of one whose reply
+        was lost) can cross: one writes the record after the other, whose
+        locks then say more than it. Each renewal writes its locks after
+        its record and reads the record back: one rewritten since takes
+        the expiry off the locks, so deletes ask the record. The last lock
+        written with an expiry is followed by its writer's read-back, so
+        no lock is left saying more than the record."""
+        found = qs.claim_record(claim_id)
+        if found is None or found['e'] != record['e']:
+            self._relabel_locks(qs, claim_id, record['m'], None)
 
     def _relabel_locks(self, qs, claim_id, members, expiry):
         """Write the claim's ``expiry`` (None: none, so readers go to the

@@ -41,7 +41,8 @@ object                     holds
                            A claim's lock also carries ``e`` (the
                            claim's expiry; never later than the
                            record's: a shortening renewal lowers it
-                           first, a release drops it first), ``p``
+                           first, a release drops it first, renewals
+                           that cross drop it), ``p``
                            and ``g`` (the message's position and group
                            key), so its claimer's delete reads no
                            record. Locks without ``e`` (written before
