@@ -123,17 +123,19 @@ def test_a_shortening_renewal_lowers_the_locks_before_the_record(
     assert ('get_object', 'c/') in kinds, kinds
 
 
-def test_a_longer_renewal_lets_its_claimer_delete_by_the_lock_alone(
+def test_a_longer_renewal_leaves_the_locks_so_later_deletes_ask_the_record(
         driver, make_queue, project, clock, monkeypatch):
     queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
+    first = record_expiry(driver, queue, project, claim_id)
     driver.claim_controller.update(queue, claim_id, {'ttl': 600},
                                    project=project)
     assert int(lock_fields(driver, queue, project, got[0]['id'])['e']) \
-        == record_expiry(driver, queue, project, claim_id)
+        == first < record_expiry(driver, queue, project, claim_id)
     clock.advance(120)
+    # Past the first expiry, within the renewed one: the record decides.
     kinds = delete_as_claimer(driver, queue, project, got[0]['id'],
                               claim_id, monkeypatch)
-    assert ('get_object', 'c/') not in kinds, kinds
+    assert ('get_object', 'c/') in kinds, kinds
 
 
 def test_a_lock_written_without_an_expiry_sends_the_delete_to_the_record(
@@ -178,33 +180,63 @@ def test_a_claim_within_the_safety_margin_asks_for_a_later_attempt(
 
 def test_crossing_renewals_leave_no_lock_saying_more_than_the_record(
         driver, make_queue, project, clock, monkeypatch):
-    # A client retries a renewal (600 s) whose reply was lost; the retry
-    # asks for 120 s. The first writes the record, then the retry runs
-    # whole before the first writes its locks: without a read-back the
-    # locks would say 600 s and the record 120 s, and the claimer's
-    # delete would go by the locks past the claim's end.
-    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
-    relabel = type(driver.claim_controller)._relabel_locks
+    # A client shortens its claim to 60 s, loses the reply and retries
+    # 30 s later. The retry runs whole after the first lowered the locks
+    # and before it writes the record: without a second look the locks
+    # would say the retry's expiry and the record the first one's, and
+    # the claimer's delete would go by the locks past the claim's end.
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=600)
+    qs_type = type(driver.queue_state(queue, project))
+    write_claim = qs_type.write_claim
     crossed = []
 
-    def relabel_after_the_retry(self, qs, cid, members, expiry):
-        if expiry is not None and expiry > driver.now_ms() + 300000 \
-                and not crossed:
-            crossed.append(expiry)
-            driver.claim_controller.update(queue, claim_id, {'ttl': 120},
+    def write_after_the_retry(self, cid, record):
+        if cid == claim_id and not crossed:
+            crossed.append(record['e'])
+            clock.advance(30)
+            driver.claim_controller.update(queue, claim_id, {'ttl': 60},
                                            project=project)
-        return relabel(self, qs, cid, members, expiry)
+        return write_claim(self, cid, record)
 
-    monkeypatch.setattr(type(driver.claim_controller), '_relabel_locks',
-                        relabel_after_the_retry)
+    monkeypatch.setattr(qs_type, 'write_claim', write_after_the_retry)
+    driver.claim_controller.update(queue, claim_id, {'ttl': 60},
+                                   project=project)
+    monkeypatch.undo()
+    expiry = record_expiry(driver, queue, project, claim_id)
+    assert expiry == crossed[0], 'the first renewal wrote last'
+    fields = lock_fields(driver, queue, project, got[0]['id'])
+    assert 'e' not in fields or int(fields['e']) <= expiry, fields
+    clock.advance(31)
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimed)
+
+
+def test_a_renewal_landing_after_its_claim_ended_lets_no_stale_delete(
+        driver, make_queue, project, clock, monkeypatch):
+    # The renewal reads its claim alive a second before it ends; before
+    # it writes the record, the claim ends, another consumer's claim
+    # settles it and takes the message, and the renewal then writes the
+    # record again. Its claimer's delete must be refused: the message is
+    # the other consumer's.
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
+    clock.advance(59)
+    qs_type = type(driver.queue_state(queue, project))
+    write_claim = qs_type.write_claim
+    rivals = []
+
+    def end_first(self, cid, record):
+        if cid == claim_id and not rivals:
+            clock.advance(2)
+            rivals.append(claim(driver, queue, project, ttl=60))
+        return write_claim(self, cid, record)
+
+    monkeypatch.setattr(qs_type, 'write_claim', end_first)
     driver.claim_controller.update(queue, claim_id, {'ttl': 600},
                                    project=project)
     monkeypatch.undo()
-    assert crossed, 'the renewals did not cross'
-    expiry = record_expiry(driver, queue, project, claim_id)
-    assert expiry < crossed[0]
-    fields = lock_fields(driver, queue, project, got[0]['id'])
-    assert 'e' not in fields or int(fields['e']) <= expiry, fields
-    clock.advance(121)
+    [(rival, taken)] = rivals
+    assert [m['id'] for m in taken] == [got[0]['id']]
     assert_refused(driver, queue, project, got[0]['id'], claim_id,
-                   storage_errors.MessageNotClaimed)
+                   storage_errors.MessageNotClaimedBy)
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=rival)

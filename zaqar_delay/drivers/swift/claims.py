@@ -508,8 +508,15 @@ class ClaimController(controller.ClaimController):
         old_expiry = record['e']
         record.update(t=ttl, g=grace, e=now + ttl * 1000)
         keep_until = record['e'] + grace * 1000
-        if record['e'] < old_expiry:
-            # Before the record: a lock never says its claim lives longer.
+        # A renewal lowers the locks' expiry, never raises it: one that
+        # lands after the claim ended (its expiry settled, or released,
+        # while the renewal was in flight) writes the record again, and
+        # locks saying it lives would let its claimer delete a message
+        # another consumer now holds. Deletes after the first expiry of
+        # an extended claim ask the record (and the next lock).
+        shorter = record['e'] < old_expiry
+        if shorter:
+            # Before the record: a failed renewal leaves them lower.
             self._relabel_locks(qs, claim_id, record['m'], record['e'])
         self._put_hint(qs, claim_id, record)
         qs.write_claim(claim_id, record)
@@ -517,25 +524,27 @@ class ClaimController(controller.ClaimController):
             self._store.delete(qs.c, names.expiry_obj(old_expiry, claim_id))
 
         def extend(item):
-            # After the record too when shortening: a racing renewal may
-            # have raised the locks in between (_unless_rewritten).
-            self._relabel_locks(qs, claim_id, [item], record['e'])
+            if shorter:
+                # After the record too: a crossing renewal may have
+                # raised them in between (_unless_rewritten).
+                self._relabel_locks(qs, claim_id, [item], record['e'])
             message = qs.message(item[0], now)
             if message is not None:
                 qs.extend(message, keep_until, ttl + grace)
 
         self._store.parallel(extend, record['m'])
-        self._unless_rewritten(qs, claim_id, record)
+        if shorter:
+            self._unless_rewritten(qs, claim_id, record)
         return True
 
     def _unless_rewritten(self, qs, claim_id, record):
-        """Two renewals of one claim (a client's retry of one whose reply
-        was lost) can cross: one writes the record after the other, whose
-        locks then say more than it. Each renewal writes its locks after
-        its record and reads the record back: one rewritten since takes
-        the expiry off the locks, so deletes ask the record. The last lock
-        written with an expiry is followed by its writer's read-back, so
-        no lock is left saying more than the record."""
+        """Two shortening renewals of one claim (a client's retry of one
+        whose reply was lost) can cross: one writes the record after the
+        other, whose locks then say more than it. Each writes its locks
+        after its record too and reads the record back: one rewritten
+        since takes the expiry off the locks, so deletes ask the record.
+        The last lock written with an expiry is followed by its writer's
+        read-back, so no lock is left saying more than the record."""
         found = qs.claim_record(claim_id)
         if found is None or found['e'] != record['e']:
             self._relabel_locks(qs, claim_id, record['m'], None)

@@ -40,9 +40,9 @@ object                     holds
                            count; its claim id is the message's claim.
                            A claim's lock also carries ``e`` (the
                            claim's expiry; never later than the
-                           record's: a shortening renewal lowers it
-                           first, a release drops it first, renewals
-                           that cross drop it), ``p``
+                           record's: only a shortening renewal
+                           changes it, lowering it first; a release
+                           drops it first), ``p``
                            and ``g`` (the message's position and group
                            key), so its claimer's delete reads no
                            record. Locks without ``e`` (written before
