@@ -688,6 +688,28 @@ def test_a_page_left_empty_in_the_middle_of_a_move_is_given_up(
     assert lost(driver, 't', project, consume_id) == 0
 
 
+def test_a_move_whose_mover_died_after_its_commit_holds_the_readers_back(
+        driver, project, grouped, clock):
+    """The mover died after its commit, before landing anything. gc lands
+    the move MOVE_TIMEOUT after it started, at the positions it reserved
+    in the target: a persistent reader let past them once a post's
+    reservation_timeout had passed would never get the moved messages
+    (they land below its cursor), and read-by-all could remove them
+    unread. The move's reservation holds the reader back until then."""
+    consume_id = target_with_a_reader(driver, project)
+    post(driver, grouped, project, msg('a', 1), msg('a', 2), ttl=3600)
+    move_id = _frozen_move(driver, project, grouped, 't', '"a"')
+    assert group_moves._decide(driver, move_id, 'c') == 'c'
+    clock.advance(driver.store_conf.reservation_timeout + 1)
+    post(driver, 't', project, msg('t', 1), ttl=3600)
+    assert read_all(driver, 't', project, consume_id) == []
+    clock.advance(group_moves.MOVE_TIMEOUT_MS / 1000)
+    driver.gc()
+    assert read_all(driver, 't', project, consume_id) == [
+        msg('a', 1), msg('a', 2), msg('t', 1)]
+    assert lost(driver, 't', project, consume_id) == 0
+
+
 def given_up_positions(driver, queue, project):
     return sorted(doc[fields.POSITION] for doc in driver.given_up.raw.find(
         fields.queue_filter(queue, project)))

@@ -178,7 +178,7 @@ def _freeze_page(driver, queue, project, group, target, move_id, token,
     # Recorded under the move's tokens until the move is finished
     # (reservations.py): the target's persistent readers wait for it.
     first, _ = reservations.reserve(driver, target, project, len(docs), now,
-                                    token=token)
+                                    token=token, hold_ms=hold_ms(driver))
     position = {doc['_id']: first + rank for rank, doc in enumerate(docs)}
     frozen = {f.STATE: f.MOVING, f.MOVE_ID: move_id, f.MOVE_STARTED: now,
               f.MOVE_RANGE: [first, len(docs)]}
@@ -206,6 +206,13 @@ def _freeze_page(driver, queue, project, group, target, move_id, token,
         for doc in docs if doc['_id'] != head_id]
     return not others or driver.messages.bulk_write(
         others, ordered=False).matched_count == len(others)
+
+
+def hold_ms(driver):
+    """How long a move's reservations hold the target's persistent
+    readers back: until gc has finished a move whose mover died
+    (MOVE_TIMEOUT), with a post's margin beside."""
+    return MOVE_TIMEOUT_MS + reservations.timeout_ms(driver)
 
 
 def _decide(driver, move_id, wanted):

@@ -22,7 +22,11 @@ stored or given up when it was read, and any later reservation lies above
 
 An entry older than ``reservation_timeout`` no longer counts (its writer
 died, or is slower than any store call should be), so a dead post holds
-consumers back for that long at most. Whoever meets such an entry first,
+consumers back for that long at most. A group move's entries count
+longer (``h``: MOVE_TIMEOUT plus that timeout): a move whose mover died
+after its commit is landed by gc only MOVE_TIMEOUT after it started, at
+the positions it reserved, which readers let past them meanwhile would
+never get. Whoever meets such an entry first,
 a persistent page (:func:`settled_horizon`) or gc (:func:`forget_stale`),
 gives it back (:func:`give_back`): the positions of its range that hold
 no message are recorded as given up, then the entry is removed. A dead
@@ -50,13 +54,15 @@ from zaqar_delay.drivers.mongodb import given_up
 
 LOG = logging.getLogger(__name__)
 
-START, COUNT, AT = 's', 'c', 'a'
+START, COUNT, AT, HOLD = 's', 'c', 'a', 'h'
 
 
-def reserve(driver, queue, project, count, now, token=None):
+def reserve(driver, queue, project, count, now, token=None, hold_ms=None):
     """Atomically take ``count`` new positions and record them under
     ``token`` (a fresh one if None; no ``.`` or ``$`` in it). Returns
-    (first position, token).
+    (first position, token). ``hold_ms``: how long the entry counts, if
+    longer than ``reservation_timeout`` (a group move's, which gc
+    finishes only after its MOVE_TIMEOUT).
 
     One update of the queue's counter document: concurrent writers get
     disjoint ranges, and the unique ``{p, q, k}`` index backs it up.
@@ -65,6 +71,8 @@ def reserve(driver, queue, project, count, now, token=None):
     last = {'$add': [{'$ifNull': ['$n', 0]}, count]}
     entry = {START: {'$subtract': ['$n', count - 1]},
              COUNT: {'$literal': count}, AT: {'$literal': now}}
+    if hold_ms is not None:
+        entry[HOLD] = {'$literal': hold_ms}
     # ``x`` null: a counter a queue's deletion kept (its positions go on
     # in the queue created again) is kept for good once used again.
     update = [{'$set': {'n': last, 'x': {'$literal': None}}},
@@ -123,7 +131,7 @@ def horizon(counter, now, timeout_ms):
         return 1
     fresh = [entry[START] for entry in
              counter.get(f.RESERVATIONS, {}).values()
-             if entry[AT] > now - timeout_ms]
+             if entry[AT] > now - entry.get(HOLD, timeout_ms)]
     return min(fresh, default=counter['n'] + 1)
 
 
@@ -150,13 +158,13 @@ def settled_horizon(driver, queue, project, now):
 
 
 def _give_back_stale(driver, queue, project, now, counter):
-    before = now - timeout_ms(driver)
+    default = timeout_ms(driver)
     stale = {token: entry for token, entry in
              (counter or {}).get(f.RESERVATIONS, {}).items()
-             if entry[AT] <= before}
+             if entry[AT] <= now - entry.get(HOLD, default)}
     for token, entry in stale.items():
         give_back(driver, queue, project, token, entry,
-                  {AT: {'$lte': before}})
+                  {AT: {'$lte': now - entry.get(HOLD, default)}})
     return len(stale)
 
 
