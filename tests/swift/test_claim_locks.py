@@ -50,6 +50,28 @@ def delete_as_claimer(driver, queue, project, message_id, claim_id,
     return kinds
 
 
+def renew_meanwhile(driver, queue, project, claim_id, ttl, meanwhile,
+                    monkeypatch):
+    """Renew the claim to ``ttl``, running ``meanwhile(record)`` once
+    just before the renewal writes the claim's record (what it will
+    write); returns what ``meanwhile`` returned."""
+    qs_type = type(driver.queue_state(queue, project))
+    write_claim, ran = qs_type.write_claim, []
+
+    def write(self, cid, record):
+        if cid == claim_id and not ran:
+            ran.append(None)    # before: ``meanwhile`` may renew too
+            ran[0] = meanwhile(dict(record))
+        return write_claim(self, cid, record)
+
+    monkeypatch.setattr(qs_type, 'write_claim', write)
+    driver.claim_controller.update(queue, claim_id, {'ttl': ttl},
+                                   project=project)
+    monkeypatch.undo()
+    assert ran, 'the renewal wrote no record'
+    return ran[0]
+
+
 def test_a_claims_lock_carries_its_expiry_position_and_group(
         driver, make_queue, project, clock):
     queue = make_queue({'_message_group_key': 'g'})
@@ -186,24 +208,17 @@ def test_crossing_renewals_leave_no_lock_saying_more_than_the_record(
     # would say the retry's expiry and the record the first one's, and
     # the claimer's delete would go by the locks past the claim's end.
     queue, claim_id, got = claimed(driver, make_queue, project, ttl=600)
-    qs_type = type(driver.queue_state(queue, project))
-    write_claim = qs_type.write_claim
-    crossed = []
 
-    def write_after_the_retry(self, cid, record):
-        if cid == claim_id and not crossed:
-            crossed.append(record['e'])
-            clock.advance(30)
-            driver.claim_controller.update(queue, claim_id, {'ttl': 60},
-                                           project=project)
-        return write_claim(self, cid, record)
+    def retry(record):
+        clock.advance(30)
+        driver.claim_controller.update(queue, claim_id, {'ttl': 60},
+                                       project=project)
+        return record['e']
 
-    monkeypatch.setattr(qs_type, 'write_claim', write_after_the_retry)
-    driver.claim_controller.update(queue, claim_id, {'ttl': 60},
-                                   project=project)
-    monkeypatch.undo()
+    first = renew_meanwhile(driver, queue, project, claim_id, 60, retry,
+                            monkeypatch)
     expiry = record_expiry(driver, queue, project, claim_id)
-    assert expiry == crossed[0], 'the first renewal wrote last'
+    assert expiry == first, 'the first renewal wrote last'
     fields = lock_fields(driver, queue, project, got[0]['id'])
     assert 'e' not in fields or int(fields['e']) <= expiry, fields
     clock.advance(31)
@@ -220,21 +235,13 @@ def test_a_renewal_landing_after_its_claim_ended_lets_no_stale_delete(
     # the other consumer's.
     queue, claim_id, got = claimed(driver, make_queue, project, ttl=60)
     clock.advance(59)
-    qs_type = type(driver.queue_state(queue, project))
-    write_claim = qs_type.write_claim
-    rivals = []
 
-    def end_first(self, cid, record):
-        if cid == claim_id and not rivals:
-            clock.advance(2)
-            rivals.append(claim(driver, queue, project, ttl=60))
-        return write_claim(self, cid, record)
+    def end_and_take(record):
+        clock.advance(2)
+        return claim(driver, queue, project, ttl=60)
 
-    monkeypatch.setattr(qs_type, 'write_claim', end_first)
-    driver.claim_controller.update(queue, claim_id, {'ttl': 600},
-                                   project=project)
-    monkeypatch.undo()
-    [(rival, taken)] = rivals
+    rival, taken = renew_meanwhile(driver, queue, project, claim_id, 600,
+                                   end_and_take, monkeypatch)
     assert [m['id'] for m in taken] == [got[0]['id']]
     assert_refused(driver, queue, project, got[0]['id'], claim_id,
                    storage_errors.MessageNotClaimedBy)
