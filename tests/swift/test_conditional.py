@@ -7,6 +7,7 @@ import pytest
 from tests.contract.helpers import CLIENT, bodies, claim, listed, post
 from zaqar_delay import errors
 from zaqar_delay import rules
+from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import posts
 
@@ -30,21 +31,110 @@ def test_racing_creators_of_one_object_have_one_winner(driver, project):
         assert wins.count(True) == 1, wins
 
 
+def resend_after_lost_reply(store, monkeypatch, prefix='', limit=None):
+    """python-swiftclient resending PUTs whose reply was lost: each of
+    the first ``limit`` PUTs (None: all) of objects named ``prefix``...
+    lands twice, the second time answered 412. Returns the (container,
+    name) resent."""
+    real_put, resent = store.put, []
+
+    def put(container, name, *args, **kwargs):
+        if name.startswith(prefix) and (limit is None
+                                        or len(resent) < limit):
+            resent.append((container, name))
+            real_put(container, name, *args, **kwargs)   # reply lost
+        return real_put(container, name, *args, **kwargs)
+
+    monkeypatch.setattr(store, 'put', put)
+    return resent
+
+
+def rival_lands_during_the_wait(store, monkeypatch, target):
+    """A rival's PUT that overlapped our first send to ``target()`` (a
+    (container, name), or None before there is one) lands only while we
+    wait to read back, once: its owner token replaces ours."""
+    real_put, real_wait, landed = store.put, store.settle_wait, []
+
+    def settle_wait(meanwhile=None):
+        if not landed and target():
+            landed.append(target())
+            real_put(*target(), b'{}', headers={connection.OWNER: 'rival'})
+        return real_wait(meanwhile)
+
+    monkeypatch.setattr(store, 'settle_wait', settle_wait)
+    return landed
+
+
 def test_a_lost_reply_to_a_winning_put_still_wins(driver, project,
                                                   monkeypatch):
     store = driver.store
     container = names.container(names.MESSAGES, 'lost', project)
     store.put_container(container)
-    real_put = store.put
-
-    def put_twice(*args, **kwargs):
-        real_put(*args, **kwargs)          # reply "lost"
-        return real_put(*args, **kwargs)   # the retry gets 412
-
-    monkeypatch.setattr(store, 'put', put_twice)
+    resend_after_lost_reply(store, monkeypatch)
     assert store.create(container, 'l/y/1') is True
-    monkeypatch.setattr(store, 'put', real_put)
+    monkeypatch.undo()
     assert store.create(container, 'l/y/1') is False
+
+
+@pytest.mark.parametrize('many', [False, True])
+def test_a_resent_put_that_gets_412_waits_before_its_read_back(
+        driver, project, monkeypatch, many):
+    # Tried: our first send lands and its reply is lost, a rival's PUT
+    # overlapping it lands later, and our resend meets our own object
+    # (412). Read back at once it would find our token and say we won,
+    # and so would the rival after its own wait: two winners (a message
+    # delivered twice, a position shared by two posts).
+    store = driver.store
+    container = names.container(names.MESSAGES, 'resent', project)
+    store.put_container(container)
+    rival_lands_during_the_wait(store, monkeypatch,
+                                lambda: (container, 'p/1'))
+    resend_after_lost_reply(store, monkeypatch)
+    if many:
+        assert store.create_many(container, [('p/1', {})]) == [False]
+    else:
+        assert store.create(container, 'p/1') is False
+    assert store.head(container, 'p/1')[connection.OWNER.lower()] == \
+        'rival'
+
+
+def test_a_post_whose_resent_position_put_meets_a_rival_moves_on(
+        driver, make_queue, project, monkeypatch):
+    # The same at a post: its message is not filed at a position a rival
+    # took; it moves to new ones, under a new id, and is stored once.
+    queue = make_queue()
+    post(driver, queue, project, 'warm-up')
+    qs = driver.queue_state(queue, project)
+    store = driver.store
+    landed = rival_lands_during_the_wait(
+        store, monkeypatch, lambda: resent[0] if resent else None)
+    resent = resend_after_lost_reply(store, monkeypatch, 'p/', limit=1)
+    [moved] = post(driver, queue, project, 'mine')
+    monkeypatch.undo()
+    [(_, taken)] = landed
+    assert taken.startswith('p/')
+    [position] = [e['name'] for e in store.listing_all(qs.c, 'p/')
+                  if names.ct_params(e['content_type']).get('id') == moved]
+    assert position != taken
+    assert len(store.listing_all(qs.c, 'm/')) == 2
+    assert bodies(listed(driver, queue, project)) == ['warm-up', 'mine']
+    assert driver.message_controller.get(
+        queue, moved, project=project)['body'] == 'mine'
+
+
+def test_a_claim_whose_resent_lock_put_meets_a_rival_does_not_win(
+        driver, make_queue, project, monkeypatch):
+    # The same at a claim's lock: the message is the rival's alone.
+    queue = make_queue()
+    post(driver, queue, project, 'one')
+    store = driver.store
+    landed = rival_lands_during_the_wait(
+        store, monkeypatch, lambda: resent[0] if resent else None)
+    resent = resend_after_lost_reply(store, monkeypatch, 'l/', limit=1)
+    _, got = claim(driver, queue, project)
+    monkeypatch.undo()
+    [(_, taken)] = landed
+    assert taken.startswith('l/') and got == []
 
 
 def test_taken_positions_are_skipped_in_order(driver, make_queue,

@@ -336,7 +336,9 @@ class ClaimController(controller.ClaimController):
                 else []))
             looked_up.extend(found[:len(reads)])
 
-        if any(token and token[1] for token in tokens):
+        if proposed:
+            # After a 412 too: it may answer a resent PUT whose first
+            # send won (connection.Store.create).
             self._store.settle_wait(meanwhile)
         else:
             meanwhile()

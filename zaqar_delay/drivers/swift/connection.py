@@ -232,14 +232,16 @@ class Store:
         ``create_settle_time`` for overlapping PUTs to land, and reads the
         object back: only the creator whose token stayed wins. The same
         read-back tells a retried PUT (412 to our own first attempt whose
-        reply was lost) that it won after all. ``token``: the owner token
-        to write (a random one if None), for a creator that later checks
-        the object is still its own. ``recreate``: as for ``put``.
+        reply was lost) that it won after all; so a 412 waits too, as a
+        PUT that overlapped that first attempt may still land. ``token``:
+        the owner token to write (a random one if None), for a creator
+        that later checks the object is still its own. ``recreate``: as
+        for ``put``.
         """
         token = token or uuid.uuid4().hex
-        if self.propose(container, name, token, body, content_type, headers,
-                        container_meta, recreate):
-            self.settle_wait()
+        self.propose(container, name, token, body, content_type, headers,
+                     container_meta, recreate)
+        self.settle_wait()
         return self.confirm(container, name, token)
 
     def create_many(self, container, items, meanwhile=None,
@@ -250,11 +252,12 @@ class Store:
         ``settle_wait``, ``recreate`` as for ``put``. True for each one
         won."""
         tokens = [uuid.uuid4().hex for _ in items]
-        wrote = self.parallel(
+        self.parallel(
             lambda pair: self.propose(container, pair[0][0], pair[1],
                                       recreate=recreate, **pair[0][1]),
             list(zip(items, tokens)))
-        if any(wrote):
+        if items:
+            # After a 412 too: see create.
             self.settle_wait(meanwhile)
         elif meanwhile is not None:
             meanwhile()
