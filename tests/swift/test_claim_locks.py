@@ -32,6 +32,17 @@ def assert_refused(driver, queue, project, message_id, claim_id, error):
                                          project=project, claim=claim_id)
 
 
+def assert_taken_from(driver, queue, project, got, claim_id, rival,
+                      taken):
+    """The rival claim took the one message ``got`` under ``claim_id``:
+    only the rival's delete removes it."""
+    assert [m['id'] for m in taken] == [got[0]['id']]
+    assert_refused(driver, queue, project, got[0]['id'], claim_id,
+                   storage_errors.MessageNotClaimedBy)
+    driver.message_controller.delete(queue, got[0]['id'], project=project,
+                                     claim=rival)
+
+
 def record_expiry(driver, queue, project, claim_id):
     qs = driver.queue_state(queue, project)
     return qs.claim_record(claim_id)['e']
@@ -242,8 +253,40 @@ def test_a_renewal_landing_after_its_claim_ended_lets_no_stale_delete(
 
     rival, taken = renew_meanwhile(driver, queue, project, claim_id, 600,
                                    end_and_take, monkeypatch)
-    assert [m['id'] for m in taken] == [got[0]['id']]
-    assert_refused(driver, queue, project, got[0]['id'], claim_id,
-                   storage_errors.MessageNotClaimedBy)
-    driver.message_controller.delete(queue, got[0]['id'], project=project,
-                                     claim=rival)
+    assert_taken_from(driver, queue, project, got, claim_id, rival, taken)
+
+
+def test_a_shorter_renewal_crossing_a_release_lets_no_stale_delete(
+        driver, make_queue, project, monkeypatch):
+    # Tried: a client shortens its claim and releases it at once (or a
+    # retried renewal crosses the release): the renewal reads the claim
+    # alive, the release runs to its end before the renewal writes the
+    # record, and the renewal then writes the record again and lowers the
+    # locks' expiry. Another consumer takes the message; the first
+    # claimer's delete must be refused, and the renewal reports the claim
+    # gone.
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=600)
+
+    def release(record):
+        driver.claim_controller.delete(queue, claim_id, project=project)
+
+    with pytest.raises(storage_errors.ClaimDoesNotExist):
+        renew_meanwhile(driver, queue, project, claim_id, 300, release,
+                        monkeypatch)
+    qs = driver.queue_state(queue, project)
+    assert qs.claim_record(claim_id) is None
+    rival, taken = claim(driver, queue, project, ttl=60)
+    assert_taken_from(driver, queue, project, got, claim_id, rival, taken)
+
+
+def test_a_shorter_renewal_after_a_release_finds_the_claim_gone(
+        driver, make_queue, project):
+    # The marker changes nothing for a renewal that comes after the
+    # release: the claim is gone, as before.
+    queue, claim_id, got = claimed(driver, make_queue, project, ttl=600)
+    driver.claim_controller.delete(queue, claim_id, project=project)
+    with pytest.raises(storage_errors.ClaimDoesNotExist):
+        driver.claim_controller.update(queue, claim_id, {'ttl': 300},
+                                       project=project)
+    assert [m['id'] for m in claim(driver, queue, project)[1]] == [
+        got[0]['id']]

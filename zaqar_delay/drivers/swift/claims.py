@@ -535,9 +535,8 @@ class ClaimController(controller.ClaimController):
                 qs.extend(message, keep_until, ttl + grace)
 
         self._store.parallel(extend, record['m'])
-        if shorter:
-            self._unless_rewritten(qs, claim_id, record)
-        return True
+        return self._unless_rewritten(qs, claim_id, record) if shorter \
+            else True
 
     def _unless_rewritten(self, qs, claim_id, record):
         """Two shortening renewals of one claim (a client's retry of one
@@ -546,10 +545,26 @@ class ClaimController(controller.ClaimController):
         after its record too and reads the record back: one rewritten
         since takes the expiry off the locks, so deletes ask the record.
         The last lock written with an expiry is followed by its writer's
-        read-back, so no lock is left saying more than the record."""
-        found = qs.claim_record(claim_id)
+        read-back, so no lock is left saying more than the record.
+
+        A release crossing the renewal (it ran after the renewal read the
+        claim alive) leaves its marker first: found, the renewal takes
+        the expiry off the locks and removes the record it wrote again,
+        and the claim is gone (False). A release that writes its marker
+        after this read-back takes the expiry off the locks after this
+        renewal wrote them."""
+        found, released = self._store.parallel(lambda read: read(), [
+            lambda: qs.claim_record(claim_id),
+            lambda: qs.store.head(qs.c, names.released_obj(claim_id))])
+        if released is not None:
+            self._relabel_locks(qs, claim_id, record['m'], None)
+            self._store.delete_many(qs.c, [
+                names.claim_obj(claim_id),
+                names.expiry_obj(record['e'], claim_id)])
+            return False
         if found is None or found['e'] != record['e']:
             self._relabel_locks(qs, claim_id, record['m'], None)
+        return True
 
     def _relabel_locks(self, qs, claim_id, members, expiry):
         """Write the claim's ``expiry`` (None: none, so readers go to the
@@ -573,6 +588,10 @@ class ClaimController(controller.ClaimController):
         record = self._live(qs, claim_id, now)
         if record is None:
             return
+        # First, for a shortening renewal in flight (_unless_rewritten);
+        # kept until the claim would have ended, and the expiry margin.
+        self._store.put(qs.c, names.released_obj(claim_id),
+                        headers=qs.delete_at(max(record['e'], now)))
         # Before the record goes: the locks must not outlive it as live.
         self._relabel_locks(qs, claim_id, record['m'], None)
         qs.redeliver(claim_id, record, now, now)

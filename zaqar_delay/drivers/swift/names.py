@@ -50,6 +50,12 @@ object                     holds
 ``c/<claim id>``           a claim: ttl, grace, expiry, redelivery delay and
                            its members (JSON: id, position, attempt, group
                            key or null). Written before the locks.
+``R/<claim id>``           the claim was released: written before the
+                           release touches anything, kept (X-Delete-At)
+                           until the claim would have ended, so that a
+                           shortening renewal crossing the release, which
+                           writes the record again, undoes what it wrote
+                           (claims.py, _unless_rewritten).
 ``x/T/<claim id>``         a claim expiring at T: the index claims read to
                            redeliver expired claims. Content-Type ``m``:
                            the record's members as JSON [[id, position],
@@ -254,6 +260,10 @@ def lock_obj(message_id, attempt):
 
 def claim_obj(claim_id):
     return 'c/' + enc(claim_id)
+
+
+def released_obj(claim_id):
+    return 'R/' + enc(claim_id)
 
 
 def expiry_obj(expires_ms, claim_id):
