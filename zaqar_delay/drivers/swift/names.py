@@ -124,9 +124,9 @@ object                     holds
 Persistent consumer state is ``v/<consume_id>/<seq>`` in the subscription
 container (consumers.py).
 
-Sticky objects are the upper-case prefixes. Client keys ``U`` are made
-like group keys from the client id (first 64 bytes), so a client id is
-data too: ``[0-9a-f.]``, at most 149 characters.
+Sticky objects are the upper-case prefixes but ``R/``. Client keys
+``U`` are made like group keys from the client id (first 64 bytes), so a
+client id is data too: ``[0-9a-f.]``, at most 149 characters.
 
 Group keys ``G``: the hex digits of the UTF-8 JSON-encoded group id (its
 first 256 bytes), ``.``, and 20 hex digits of its SHA-256. A group id is

@@ -1,5 +1,5 @@
 """Sticky groups on Swift (docs/usage.md, "Sticky consumers"; layout:
-names.py, the upper-case prefixes).
+names.py, the upper-case prefixes but ``R/``).
 
 On a queue with ``_message_group_sticky``, a group whose head a client
 claimed or popped is pinned to it (``P/<gk>``, and ``Q/<ck>/<gk>`` so an
