@@ -26,16 +26,47 @@ class RoundTrips:
 
     def __init__(self):
         self.sent = []
+        # What each of ``sent`` wrote, read only by commands_of.
+        self.packed = []
+
+    def _mine(self, client):
+        pool = client.connection_pool
+        return set(pool._available_connections) | set(
+            pool._in_use_connections)
 
     def of(self, client):
-        pool = client.connection_pool
-        mine = set(pool._available_connections) | set(
-            pool._in_use_connections)
+        mine = self._mine(client)
         return sum(1 for conn in self.sent if conn in mine)
+
+    def commands_of(self, client):
+        """Per round trip on ``client``'s pool, the names of the commands
+        it wrote (one for a command or a script call, several for a
+        pipeline)."""
+        mine = self._mine(client)
+        return [command_names(packed)
+                for conn, packed in zip(self.sent, self.packed)
+                if conn in mine]
 
     @property
     def total(self):
         return len(self.sent)
+
+
+def command_names(packed):
+    """The names of the commands in what a connection writes at once
+    (RESP arrays: one per command)."""
+    data = packed if isinstance(packed, bytes) else b''.join(packed)
+    found, at = [], 0
+    while at < len(data):
+        end = data.index(b'\r\n', at)
+        count, at = int(data[at + 1:end]), end + 2
+        for index in range(count):
+            end = data.index(b'\r\n', at)
+            length, at = int(data[at + 1:end]), end + 2
+            if index == 0:
+                found.append(data[at:at + length].decode().upper())
+            at += length + 2
+    return found
 
 
 @contextlib.contextmanager
@@ -48,6 +79,7 @@ def counting():
 
     def send(self, command, check_health=True):
         counter.sent.append(self)
+        counter.packed.append(command)
         return original(self, command, check_health)
 
     redis_connection.AbstractConnection.send_packed_command = send
