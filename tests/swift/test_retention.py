@@ -321,7 +321,7 @@ def test_a_retried_post_cannot_resurrect_a_removed_message(
     # The retried PUT lands, and the post files the message.
     assert driver.store.put(qs.c, names.message_obj(ids[0]), body,
                             content_type='application/json', headers={
-                                'X-Delete-At': headers['x-delete-at']},
+                                'X-Object-Meta-E': headers['x-object-meta-e']},
                             exclusive=True)
     qs.make_available(json.loads(body)['p'], ids[0], 1, 0, clock())
     assert claim(driver, queue, project)[1] == []

@@ -88,10 +88,12 @@ max_parallel_requests = cfg.IntOpt(
 
 expiry_margin = cfg.IntOpt(
     'expiry_margin', default=300, min=0, max=86400,
-    help='Seconds added to a message\'s expiry before Swift\'s own '
-         'X-Delete-At removes its objects. The driver decides expiry with '
-         'its own clock; the margin keeps clock skew between the API nodes '
-         'and Swift from deleting a message early.')
+    help='Seconds added to an expiry before Swift\'s own X-Delete-At '
+         'removes an object that carries one (a pop\'s outcome, a released '
+         'claim\'s marker, the marker of a message copied in). The driver '
+         'decides expiry with its own clock; the margin keeps clock skew '
+         'between the API nodes and Swift from deleting such an object '
+         'early. Messages and their positions carry none: gc removes them.')
 
 create_settle_time = cfg.FloatOpt(
     'create_settle_time', default=0.05, min=0.0, max=5.0,

@@ -11,8 +11,7 @@ and stats ignore drafts; gc removes those older than DRAFT_AGE_S, at most
 SETTLE_BATCH per queue and pass. The post was not acknowledged, so a
 draft is nothing a client was promised. (A post that dies after giving
 back positions it lost to another node leaves ``m/`` objects with no
-``p/``, which gc cannot see: Swift removes them at their expiry; see
-posts.py.)
+``p/``: gc removes them as strays, strays.py.)
 
 A message moves ``d/`` -> ``a/`` -> ``l/`` (settling, claiming), and each
 step writes the new entry before deleting the old one; the indexes are

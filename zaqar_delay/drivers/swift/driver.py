@@ -30,6 +30,7 @@ from zaqar_delay.drivers.swift import pins
 from zaqar_delay.drivers.swift import pops
 from zaqar_delay.drivers.swift import retention
 from zaqar_delay.drivers.swift import state
+from zaqar_delay.drivers.swift import strays
 from zaqar_delay.drivers.swift import subscriptions
 from zaqar_delay.drivers.swift import summary
 
@@ -197,6 +198,7 @@ class DataDriver(base.DataDriver):
         filed = drafts.filed_ids(delayed, members, ready, locks)
         more |= drafts.clean(qs, positions, filed, now) >= \
             state.SETTLE_BATCH
+        more |= strays.sweep(qs, positions, now) >= state.SETTLE_BATCH
         groups.repair(qs, now, positions, latest, members,
                       delayed + ready + pinned)
         summary.write(qs, now, highest, positions, filed, more)

@@ -23,11 +23,13 @@ object                     holds
                            which is how positions are allocated. Its
                            Content-Type carries ``id cr e d u`` (below), so
                            a listing of ``p/`` answers stats without GETs.
-                           No X-Delete-At (the ``m/`` has one): readers
-                           go by ``e``, and gc removes expired messages.
+                           No X-Delete-At: readers go by ``e``, and gc
+                           removes expired messages.
 ``m/I``                    the message: body and fields below (JSON);
                            created with If-None-Match (ids are unique, a
                            retried post cannot duplicate). Metadata ``e``.
+                           No X-Delete-At: gc removes one that no
+                           position names (strays.py).
 ``a/P/I/K``                attempt K of the message is claimable now.
 ``d/T/P/I/K``              attempt K becomes claimable at T (delay, or
                            redelivery delay after a claim ended).
@@ -231,6 +233,10 @@ def position_obj(position):
 
 def message_obj(message_id):
     return 'm/' + enc(message_id)
+
+
+def parse_message_obj(name):
+    return parse.unquote(name[len('m/'):])
 
 
 def received_obj(message_id):

@@ -117,20 +117,25 @@ class QueueState:
         if message.expires >= keep_until:
             return
         # A POST replaces every metadata item: the ttl a claim grew
-        # earlier is sent again, or a renewal would set it back.
-        headers = dict(self.delete_at(keep_until), **{
-            META_E: keep_until, META_T: max(message.ttl, lifetime)})
+        # earlier is sent again, or a renewal would set it back. No
+        # X-Delete-At, as the post wrote none (names.py, ``m/``); one a
+        # message written before 2026-12-07 had goes with it.
+        headers = {META_E: keep_until, META_T: max(message.ttl, lifetime)}
         if self.store.post(self.c, names.message_obj(message.id), headers):
             self.store.post(self.c, names.position_obj(message.pos), {
                 'Content-Type': position_type(message, keep_until)})
         message.expires = keep_until
         message.ttl = max(message.ttl, lifetime)
 
-    def remove(self, victims, now, held=()):
+    def remove(self, victims, now, held=(), positions=True):
         """Delete messages: ``victims`` are (id, position, attempts, group
         key) with attempts None when the locks must be listed first. Each
         group that lost a member is advanced afterwards; the objects go in
         victims' order, in bulk deletes of connection.BULK_LIMIT.
+
+        ``positions`` False keeps their ``p/`` (and marks nothing gone
+        for persistent consumers): gc's removal of a message whose
+        position names another (strays.py).
 
         ``held``: ids whose latest attempt a live claim holds. That claim
         deleted the filing it won, and the next attempt is filed only when
@@ -151,7 +156,9 @@ class QueueState:
                 attempts = found[message_id]
             if gk is not None:
                 doomed.append(names.group_obj(gk, pos, message_id))
-            doomed += [names.position_obj(pos), names.message_obj(message_id)]
+            if positions:
+                doomed.append(names.position_obj(pos))
+            doomed.append(names.message_obj(message_id))
             doomed += [names.lock_obj(message_id, k)
                        for k in range(1, attempts + 1)]
             if message_id in held:
@@ -162,7 +169,8 @@ class QueueState:
                 doomed += [names.pinned_obj(pinned[gk], pos, message_id, k)
                            for k in range(1, attempts + 2)]
         # Before they go: their consumers count them as lost (consumers.py).
-        swift_consumers.mark_gone(self, [v[1] for v in victims])
+        if positions:
+            swift_consumers.mark_gone(self, [v[1] for v in victims])
         self.store.delete_many(self.c, doomed)
         touched = list(dict.fromkeys(v[3] for v in victims if v[3]))
         if touched:

@@ -2,11 +2,12 @@
 reads a few small listings, not the whole queue.
 
 gc's *deep* pass (driver._gc_queue) lists every ``p/``, ``d/``, ``g/``,
-``a/`` and ``l/`` entry of a queue: TTL expiry, drafts, abandoned locks,
-group repair. Once one finished, gc writes ``z/gc`` (names.py): the
-highest position it listed (``p``) and ``next``, the earliest instant
-anything it saw can fall due: a message's expiry, an unfiled message
-becoming a draft (drafts.DRAFT_AGE_S), or DEEP_EVERY_S after the pass.
+``a/``, ``l/`` and ``m/`` entry of a queue: TTL expiry, drafts, abandoned
+locks, strays (strays.py), group repair. Once one finished, gc writes
+``z/gc`` (names.py): the highest position it listed (``p``) and
+``next``, the earliest instant anything it saw can fall due: a message's
+expiry, an unfiled message becoming a draft (drafts.DRAFT_AGE_S), or
+DEEP_EVERY_S after the pass.
 A later pass is *light* when, the summary read:
 
 * ``now < next``;
@@ -34,9 +35,9 @@ them).
 What waits for the backstop (a deep pass at least every DEEP_EVERY_S):
 a group left without a filed head when its remover died between its
 bulk delete and advancing the group, a claim lock whose claim vanished
-(clock skew beyond the claim margin: driver._heal_orphans), and a
+(clock skew beyond the claim margin: driver._heal_orphans), a
 message whose position landed below ``p`` (posted on a node whose clock
-is behind while gc listed).
+is behind while gc listed), and a stray ``m/`` (strays.py).
 """
 
 import datetime

@@ -1,0 +1,172 @@
+"""Swift: gc removes message objects no position names (strays.py).
+
+``m/`` has no X-Delete-At, so what Swift used to remove at a message's
+expiry is gc's: a post that gave up ids and could not delete what it
+wrote under them, a removal cut short after the position went, and a
+message whose position a rival took after its read-back, once expired.
+"""
+
+import json
+import uuid
+
+from tests.contract.helpers import bodies, claim, listed, post, stats
+from tests.swift.test_conditional import taking_a_position_first
+from zaqar_delay.drivers.swift import names
+from zaqar_delay.drivers.swift import posts
+from zaqar_delay.drivers.swift import state
+
+
+def objects(driver, qs, prefix):
+    return [e['name'] for e in driver.store.listing_all(qs.c, prefix)]
+
+
+def deep_pass(driver, qs):
+    """gc's deep pass over the queue: without the summary an earlier one
+    wrote, the pass does not stop at the light checks (summary.py)."""
+    driver.store.delete(qs.c, names.GC_SUMMARY)
+    driver._gc_queue(qs.c)
+
+
+def test_a_post_that_could_not_delete_the_ids_it_gave_up_leaves_nothing(
+        driver, make_queue, project, clock, monkeypatch):
+    """The post lost a position, moved under new ids, and its delete of
+    what it wrote under the old ones failed (or it died there): those
+    ``m/`` have no position and no filing. gc leaves them while a post
+    could still be at work (DRAFT_AGE_S), then removes them, SETTLE_BATCH
+    a pass; the messages posted are untouched."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    ids = post(driver, queue, project, 'warm-up', ttl=3600)
+    taking_a_position_first(driver, monkeypatch, times=1)
+    monkeypatch.setattr(posts._Writes, 'abandon', lambda self: None)
+    ids += post(driver, queue, project, 'a', 'b', 'c', ttl=3600)
+    monkeypatch.undo()
+    kept = {names.message_obj(mid) for mid in ids}
+    assert len(set(objects(driver, qs, 'm/')) - kept) == 3
+    deep_pass(driver, qs)
+    assert len(set(objects(driver, qs, 'm/')) - kept) == 3
+    monkeypatch.setattr(state, 'SETTLE_BATCH', 2)
+    clock.advance(61)
+    deep_pass(driver, qs)
+    assert len(set(objects(driver, qs, 'm/')) - kept) == 1
+    clock.advance(1)
+    deep_pass(driver, qs)
+    assert set(objects(driver, qs, 'm/')) == kept
+    assert bodies(listed(driver, queue, project)) == [
+        'warm-up', 'a', 'b', 'c']
+    assert stats(driver, queue, project)['total'] == 4
+
+
+def cut_short(driver, qs, message_id, leave):
+    """What a removal whose bulk delete failed object by object leaves:
+    of the message's objects, its ``m/`` and those named in ``leave``."""
+    found = driver.store.get_json(qs.c, names.message_obj(message_id))
+    pos = found[1]['p']
+    doomed = {names.position_obj(pos): 'p',
+              names.avail_obj(pos, message_id, 1): 'a'}
+    driver.store.delete_many(qs.c, [name for name, kind in doomed.items()
+                                    if kind not in leave])
+
+
+def test_a_removal_cut_short_after_the_position_leaves_no_message(
+        driver, make_queue, project, clock):
+    """Position gone, ``m/`` left: unfiled, it goes once old enough;
+    still filed (its ``a/`` left too), it is handed out as the message it
+    still is, and goes with its filing once expired."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    unfiled, filed = post(driver, queue, project, 'unfiled', 'filed',
+                          ttl=600)
+    cut_short(driver, qs, unfiled, leave=())
+    cut_short(driver, qs, filed, leave=('a',))
+    clock.advance(61)
+    deep_pass(driver, qs)
+    assert objects(driver, qs, 'm/') == [names.message_obj(filed)]
+    clock.advance(600)
+    deep_pass(driver, qs)
+    assert objects(driver, qs, 'm/') == []
+    assert objects(driver, qs, 'a/') == []
+
+
+def rival_takes_the_position_of(driver, qs, message_id, body, longer_ms):
+    """A rival post's PUT of the message's position lands after the
+    post read it back (docs/swift.md, *Claim exclusivity*): the position
+    names the rival's message, stored and filed there as a post would,
+    living ``longer_ms`` longer. Returns the rival's id."""
+    record = driver.store.get_json(qs.c, names.message_obj(message_id))[1]
+    rival = str(uuid.uuid4())
+    record.update(b=body, e=record['e'] + longer_ms)
+    driver.store.put(qs.c, names.message_obj(rival),
+                     json.dumps(record).encode(),
+                     content_type='application/json',
+                     headers={state.META_E: record['e']})
+    position = names.position_obj(record['p'])
+    driver.store.put(qs.c, position, content_type=state.position_type(
+        state.Message(rival, {}, record)))
+    driver.store.put(qs.c, names.avail_obj(record['p'], rival, 1))
+    return rival, position
+
+
+def test_a_message_whose_position_a_rival_took_lives_until_it_expires(
+        driver, make_queue, project, clock):
+    """Its position names the rival, but it was acknowledged and filed:
+    gc keeps it, and once it expired removes its objects, never the
+    rival's position, and the rival is still handed out."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    ours = post(driver, queue, project, 'ours', ttl=3600)[0]
+    rival, position = rival_takes_the_position_of(driver, qs, ours,
+                                                  'rival', 3600 * 1000)
+    clock.advance(61)
+    deep_pass(driver, qs)
+    assert names.message_obj(ours) in objects(driver, qs, 'm/')
+    clock.advance(3600)
+    deep_pass(driver, qs)
+    assert objects(driver, qs, 'm/') == [names.message_obj(rival)]
+    assert ours not in ''.join(objects(driver, qs, 'a/'))
+    assert names.ct_params(driver.store.head(qs.c, position)[
+        'content-type'])['id'] == rival
+    assert bodies(claim(driver, queue, project)[1]) == ['rival']
+
+
+def test_a_claimed_message_whose_position_a_rival_took_is_kept(
+        driver, make_queue, project, clock):
+    """Claimed, it has no filing, only its lock: still a message."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    ours = post(driver, queue, project, 'ours', ttl=3600)[0]
+    rival_takes_the_position_of(driver, qs, ours, 'rival', 3600 * 1000)
+    claim_id, claimed = claim(driver, queue, project, ttl=600, grace=60)
+    assert sorted(bodies(claimed)) == ['ours', 'rival']
+    clock.advance(61)
+    deep_pass(driver, qs)
+    assert names.message_obj(ours) in objects(driver, qs, 'm/')
+    driver.message_controller.delete(queue, ours, project=project,
+                                     claim=claim_id)
+    assert names.message_obj(ours) not in objects(driver, qs, 'm/')
+
+
+def test_an_expired_message_whose_position_is_not_listed_yet_is_left(
+        driver, make_queue, project, clock, monkeypatch):
+    """A position the ``p/`` listing does not show yet (container
+    updates lag) still names its message: asked for by name, it leaves
+    the message to gc's expiry removal, which takes the position too and
+    counts the message as lost for persistent consumers, rather than
+    have it removed as a stray, without its position."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    mid = post(driver, queue, project, 'expiring', ttl=60)[0]
+    real = driver.store.listing_all
+
+    def lagging(container, prefix='', *args, **kwargs):
+        return [] if prefix == 'p/' else real(container, prefix, *args,
+                                              **kwargs)
+
+    clock.advance(120)
+    monkeypatch.setattr(driver.store, 'listing_all', lagging)
+    deep_pass(driver, qs)
+    monkeypatch.undo()
+    assert objects(driver, qs, 'm/') == [names.message_obj(mid)]
+    clock.advance(1)
+    deep_pass(driver, qs)
+    assert objects(driver, qs, 'm/') == objects(driver, qs, 'p/') == []
