@@ -4,6 +4,7 @@
 expiry is gc's: a post that gave up ids and could not delete what it
 wrote under them, a removal cut short after the position went, and a
 message whose position a rival took after its read-back, once expired.
+Removing such a message, gc or a reader leaves the rival's position.
 """
 
 import json
@@ -107,16 +108,25 @@ def rival_takes_the_position_of(driver, qs, message_id, body, longer_ms):
     return rival, position
 
 
+def sharing_a_position(driver, make_queue, project, ttl):
+    """A queue with our message (``ttl``) and a rival's sharing its
+    position, the rival living an hour longer: (queue, its QueueState,
+    our id, the rival's, the position's object name)."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    ours = post(driver, queue, project, 'ours', ttl=ttl)[0]
+    rival, position = rival_takes_the_position_of(driver, qs, ours,
+                                                  'rival', 3600 * 1000)
+    return queue, qs, ours, rival, position
+
+
 def test_a_message_whose_position_a_rival_took_lives_until_it_expires(
         driver, make_queue, project, clock):
     """Its position names the rival, but it was acknowledged and filed:
     gc keeps it, and once it expired removes its objects, never the
     rival's position, and the rival is still handed out."""
-    queue = make_queue()
-    qs = driver.queue_state(queue, project)
-    ours = post(driver, queue, project, 'ours', ttl=3600)[0]
-    rival, position = rival_takes_the_position_of(driver, qs, ours,
-                                                  'rival', 3600 * 1000)
+    queue, qs, ours, rival, position = sharing_a_position(
+        driver, make_queue, project, ttl=3600)
     clock.advance(61)
     deep_pass(driver, qs)
     assert names.message_obj(ours) in objects(driver, qs, 'm/')
@@ -132,10 +142,8 @@ def test_a_message_whose_position_a_rival_took_lives_until_it_expires(
 def test_a_claimed_message_whose_position_a_rival_took_is_kept(
         driver, make_queue, project, clock):
     """Claimed, it has no filing, only its lock: still a message."""
-    queue = make_queue()
-    qs = driver.queue_state(queue, project)
-    ours = post(driver, queue, project, 'ours', ttl=3600)[0]
-    rival_takes_the_position_of(driver, qs, ours, 'rival', 3600 * 1000)
+    queue, qs, ours, _, _ = sharing_a_position(driver, make_queue, project,
+                                               ttl=3600)
     claim_id, claimed = claim(driver, queue, project, ttl=600, grace=60)
     assert sorted(bodies(claimed)) == ['ours', 'rival']
     clock.advance(61)
@@ -170,3 +178,43 @@ def test_an_expired_message_whose_position_is_not_listed_yet_is_left(
     clock.advance(1)
     deep_pass(driver, qs)
     assert objects(driver, qs, 'm/') == objects(driver, qs, 'p/') == []
+
+
+def test_a_reader_removing_an_expired_message_leaves_a_rivals_position(
+        driver, make_queue, project, clock):
+    """A claim that meets the expired message's filing removes it, but
+    not the position, which names the rival: the rival is still listed,
+    counted and handed out."""
+    queue, qs, ours, _, position = sharing_a_position(
+        driver, make_queue, project, ttl=60)
+    clock.advance(120)
+    assert bodies(claim(driver, queue, project)[1]) == ['rival']
+    assert names.message_obj(ours) not in objects(driver, qs, 'm/')
+    assert driver.store.head(qs.c, position) is not None
+    assert stats(driver, queue, project)['total'] == 1
+
+
+def test_strays_kept_for_now_do_not_hold_the_others_back(
+        driver, make_queue, project, clock, monkeypatch):
+    """More suspects than a pass takes, the first ones in name order
+    still filed (kept until they expire): the unfiled one, last in name
+    order, is still reached."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    filed = post(driver, queue, project, 'one', 'two', ttl=3600)
+    for mid in filed:
+        cut_short(driver, qs, mid, leave=('a',))
+    record = driver.store.get_json(qs.c, names.message_obj(filed[0]))[1]
+    last = 'z' * 8
+    driver.store.put(qs.c, names.message_obj(last),
+                     json.dumps(dict(record, p=record['p'] + 99)).encode(),
+                     content_type='application/json',
+                     headers={state.META_E: record['e']})
+    monkeypatch.setattr(state, 'SETTLE_BATCH', 2)
+    clock.advance(61)
+    for _ in range(40):
+        deep_pass(driver, qs)
+        if names.message_obj(last) not in objects(driver, qs, 'm/'):
+            break
+    assert sorted(objects(driver, qs, 'm/')) == sorted(
+        names.message_obj(mid) for mid in filed)

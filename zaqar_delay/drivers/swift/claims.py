@@ -167,7 +167,8 @@ class ClaimController(controller.ClaimController):
                 message, missing = qs.lookup(message_id, now)
                 if missing:
                     # Its removal died midway: finish it, advance the group.
-                    qs.remove([(message_id, pos, None, gk)], now)
+                    qs.remove([(message_id, pos, None, gk)], now,
+                              positions=qs.names_it(message_id, pos))
             except errors.BackendUnavailable as exc:
                 LOG.warning('Swift: a head filed for its expiry in %s left '
                             'for the next claim (%s)', qs.c, exc)

@@ -198,9 +198,9 @@ class DataDriver(base.DataDriver):
         filed = drafts.filed_ids(delayed, members, ready, locks)
         more |= drafts.clean(qs, positions, filed, now) >= \
             state.SETTLE_BATCH
-        more |= strays.sweep(qs, positions, now) >= state.SETTLE_BATCH
         groups.repair(qs, now, positions, latest, members,
                       delayed + ready + pinned)
+        more |= strays.sweep(qs, positions, now)
         summary.write(qs, now, highest, positions, filed, more)
         return removed
 

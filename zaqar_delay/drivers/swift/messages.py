@@ -501,8 +501,8 @@ class MessageController(controller.MessageController):
             if self._store.delete_container(qs.c):
                 return
         # Listings still show objects: posts racing the deletion, or
-        # container updates Swift has not applied yet. What is left
-        # expires by X-Delete-At.
+        # container updates Swift has not applied yet. gc removes what is
+        # left as it expires (its positions listed, its m/ as strays).
         LOG.warning('Swift: queue %s of project %s deleted with its '
                     'container %s not yet empty', queue, project, qs.c)
 

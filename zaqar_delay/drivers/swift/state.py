@@ -102,9 +102,21 @@ class QueueState:
             return None, True
         message = Message(message_id, *found)
         if message.expires <= now:
-            self.remove([(message.id, message.pos, None, message.gk)], now)
+            self.remove([(message.id, message.pos, None, message.gk)], now,
+                         positions=self.names_it(message.id, message.pos))
             return None, False
         return message, False
+
+    def names_it(self, message_id, pos):
+        """True if ``p/<pos>`` names the message: not so when it is gone,
+        or when a rival's PUT landed after the post's read-back and the
+        position names the rival's message (docs/swift.md, *Claim
+        exclusivity*), which a removal of this one must not take. Asked
+        where a removal does not come from the position's own listing
+        entry, nor from the message's own claimer."""
+        position = self.store.head(self.c, names.position_obj(pos))
+        return position is not None and names.ct_params(
+            position.get('content-type')).get('id') == message_id
 
     def delete_at(self, expires_ms):
         return {'X-Delete-At': str(expires_ms // 1000 + 1 + self.margin)}
@@ -336,7 +348,8 @@ class QueueState:
                 if missing:
                     # Its removal died midway: finish it, advance the
                     # group (an expired one was removed by the lookup).
-                    self.remove([(message_id, pos, attempt, gk)], now)
+                    self.remove([(message_id, pos, attempt, gk)], now,
+                                positions=self.names_it(message_id, pos))
                 if message is None:
                     return
                 expires = message.expires

@@ -19,10 +19,23 @@ So a deep pass lists ``m/`` and looks at the ids no listed position
 names, written over DRAFT_AGE_S ago (a post or copy has long finished or
 died), at most SETTLE_BATCH per pass. Each is read, and its position
 asked for by name (a listing can lag): one that names it is left to the
-draft and expiry passes. An expired one goes with everything it has but
-the position, which is another message's. A live one goes only if it is
-neither filed nor locked (drafts.filed_by_name): what is, is a message.
+draft and expiry passes. An expired one goes as any removed message
+(state.QueueState.remove: its filings, locks and group entry) but for
+its position, which names another message. A live one goes only if it
+is neither filed nor locked (drafts.filed_by_name): what is, is a
+message. (A grouped one whose position went is removed by gc's group
+repair first, with its group entry: groups.repair.)
+
+"Over DRAFT_AGE_S ago" is Swift's last-modified time read with gc's
+clock, as for abandoned locks (summary.age_s): a gc host whose clock
+runs a minute ahead of Swift's could take an ``m/`` just written for an
+old one. Only one whose position a rival's late PUT took between the
+post's read-back and its filing, a few milliseconds, would then go
+before its filing, and the post's client would be told it was stored.
+Run NTP (docs/swift.md, *Time*).
 """
+
+import random
 
 from zaqar_delay.drivers.swift import drafts
 from zaqar_delay.drivers.swift import names
@@ -32,14 +45,19 @@ from zaqar_delay.drivers.swift import summary
 
 def sweep(qs, positions, now):
     """Remove the strays of the queue of ``qs`` (``positions``: id ->
-    ``p/`` fields of the positions gc listed). Returns how many it looked
-    at (SETTLE_BATCH: more may be waiting)."""
+    ``p/`` fields of the positions gc listed). Returns True if more may be
+    waiting: suspects were left for the next pass, and this one removed
+    some (ones it kept, still filed or locked, are no reason to hurry).
+    Beyond SETTLE_BATCH suspects, a pass looks at a random sample, so
+    that those kept cannot hold the others back pass after pass."""
     suspects = [mid for mid, entry in (
         (names.parse_message_obj(e['name']), e)
         for e in qs.store.listing_all(qs.c, 'm/'))
         if mid not in positions
         and summary.age_s(entry, now) > drafts.DRAFT_AGE_S]
-    suspects = suspects[:state.SETTLE_BATCH]
+    waiting = len(suspects) > state.SETTLE_BATCH
+    if waiting:
+        suspects = random.sample(suspects, state.SETTLE_BATCH)
     verdicts = qs.store.parallel(lambda mid: _verdict(qs, mid, now),
                                  suspects)
     expired = [found for found in verdicts if found and found[0]]
@@ -54,7 +72,7 @@ def sweep(qs, positions, now):
                                     for m in unfiled])
         qs.store.delete_many(qs.c, [names.message_obj(m.id)
                                     for m in unfiled])
-    return len(suspects)
+    return waiting and bool(expired or unfiled)
 
 
 def _verdict(qs, message_id, now):
@@ -64,9 +82,7 @@ def _verdict(qs, message_id, now):
     if found is None:
         return None
     message = state.Message(message_id, *found)
-    position = qs.store.head(qs.c, names.position_obj(message.pos))
-    if position is not None and names.ct_params(
-            position.get('content-type')).get('id') == message_id:
+    if qs.names_it(message_id, message.pos):
         return None
     if message.expires <= now:
         return True, message
