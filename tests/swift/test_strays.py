@@ -218,3 +218,29 @@ def test_strays_kept_for_now_do_not_hold_the_others_back(
             break
     assert sorted(objects(driver, qs, 'm/')) == sorted(
         names.message_obj(mid) for mid in filed)
+
+
+def test_a_queue_is_swept_at_most_every_ten_minutes(
+        driver, make_queue, project, clock):
+    """Listing ``m/`` costs a deep pass a quarter more: a deep pass that
+    comes sooner (here, for a message posted since that could be a
+    draft) leaves strays to the next one after SWEEP_EVERY_S."""
+    from zaqar_delay.drivers.swift import strays
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    kept = post(driver, queue, project, 'kept', ttl=3600)
+    cut_short(driver, qs, post(driver, queue, project, 'first',
+                               ttl=3600)[0], leave=())
+    clock.advance(61)
+    deep_pass(driver, qs)
+    second = post(driver, queue, project, 'second', ttl=3600)[0]
+    cut_short(driver, qs, second, leave=())
+    post(driver, queue, project, 'later', ttl=3600)
+    clock.advance(61)
+    driver._gc_queue(qs.c)
+    assert names.message_obj(second) in objects(driver, qs, 'm/')
+    # The next deep pass: at rest, the backstop's.
+    clock.advance(strays.SWEEP_EVERY_S)
+    driver._gc_queue(qs.c)
+    assert names.message_obj(second) not in objects(driver, qs, 'm/')
+    assert names.message_obj(kept[0]) in objects(driver, qs, 'm/')

@@ -174,7 +174,8 @@ class DataDriver(base.DataDriver):
         qs = state.QueueState(self.store, container,
                               self.store_conf.expiry_margin, meta)
         qs.settle(now)
-        if summary.quiet(qs, now, GC_ABANDONED_S):
+        last = summary.read(qs)
+        if summary.quiet(qs, last, now, GC_ABANDONED_S):
             return 0
         expired, positions, highest = [], {}, None
         listed = [fields for fields in map(
@@ -200,8 +201,12 @@ class DataDriver(base.DataDriver):
             state.SETTLE_BATCH
         groups.repair(qs, now, positions, latest, members,
                       delayed + ready + pinned)
-        more |= strays.sweep(qs, positions, now)
-        summary.write(qs, now, highest, positions, filed, more)
+        last_sweep = summary.swept(last)
+        if now >= last_sweep + strays.SWEEP_EVERY_S * 1000:
+            left = strays.sweep(qs, positions, now)
+            more |= left
+            last_sweep = 0 if left else now
+        summary.write(qs, now, highest, positions, filed, more, last_sweep)
         return removed
 
     def _remove_expired(self, qs, expired, positions, now):

@@ -114,7 +114,8 @@ object                     holds
                            (the highest position it listed) and ``next``
                            (ms: when something it saw falls due), so a
                            pass with nothing due lists little
-                           (summary.py).
+                           (summary.py); ``sw`` (ms: when a deep pass
+                           last swept the strays, strays.py).
 ``y/P``                    one insert carried messages in (zaqar-delay-
                            migrate) at positions P to Content-Type
                            ``last``, keeping their age: ``cr`` is the

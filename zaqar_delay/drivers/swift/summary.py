@@ -32,6 +32,9 @@ less: its ``p`` is lower, so more entries count as posted since, and its
 ``next`` came from fewer messages (expiries only grow: claims extend
 them).
 
+The summary also keeps ``sw``, when a deep pass last swept the queue's
+strays (strays.py), which is done at most every strays.SWEEP_EVERY_S.
+
 What waits for the backstop (a deep pass at least every DEEP_EVERY_S):
 a group left without a filed head when its remover died between its
 bulk delete and advancing the group, a claim lock whose claim vanished
@@ -49,13 +52,19 @@ from zaqar_delay.drivers.swift import names
 DEEP_EVERY_S = 600
 
 
-def quiet(qs, now, patience_s):
-    """True if gc's deep pass has nothing to find in the queue now (the
-    module docstring); ``patience_s``: how old a taken lock may be."""
+def read(qs):
+    """The summary's fields (names.py, ``z/gc``), or None."""
     found = qs.store.head(qs.c, names.GC_SUMMARY)
-    if found is None:
+    return None if found is None else names.ct_params(
+        found.get('content-type'))
+
+
+def quiet(qs, params, now, patience_s):
+    """True if gc's deep pass has nothing to find in the queue now (the
+    module docstring); ``params``: the summary read (read()),
+    ``patience_s``: how old a taken lock may be."""
+    if params is None:
         return False
-    params = names.ct_params(found.get('content-type'))
     try:
         seen, due = int(params['p']), int(params['next'])
     except (KeyError, ValueError):
@@ -96,11 +105,20 @@ def age_s(entry, now_ms):
     return now_ms / 1000 - modified.timestamp()
 
 
-def write(qs, now, highest, positions, filed, more):
+def swept(params):
+    """When a deep pass last swept the queue's strays (ms; 0: never, or
+    the sweep left work): strays.py sweeps at most every SWEEP_EVERY_S."""
+    try:
+        return int((params or {}).get('sw', 0))
+    except ValueError:
+        return 0
+
+
+def write(qs, now, highest, positions, filed, more, last_sweep=0):
     """After a deep pass at ``now``: ``highest`` position it listed (None:
     none), ``positions`` (id -> ``p/`` fields) of the messages left,
     ``filed`` the ids that exist; ``more`` if it left work for the next
-    pass (a batch bound was hit)."""
+    pass (a batch bound was hit); ``last_sweep``: swept() from now on."""
     due = now if more else now + DEEP_EVERY_S * 1000
     draft_after = drafts.DRAFT_AGE_S * 1000
     for message_id, fields in positions.items():
@@ -113,5 +131,6 @@ def write(qs, now, highest, positions, filed, more):
     # deleted meanwhile: a 404 means there is nothing left to summarise.
     qs.store.call('put_object', qs.c, names.GC_SUMMARY, b'',
                   content_type=names.content_type(
-                      p=-1 if highest is None else highest, next=due),
+                      p=-1 if highest is None else highest, next=due,
+                      sw=last_sweep or None),
                   expect=(404,))
