@@ -15,6 +15,7 @@ from tests.swift.test_conditional import taking_a_position_first
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import posts
 from zaqar_delay.drivers.swift import state
+from zaqar_delay.drivers.swift import summary
 
 
 def objects(driver, qs, prefix):
@@ -92,11 +93,11 @@ def test_a_removal_cut_short_after_the_position_leaves_no_message(
 def rival_takes_the_position_of(driver, qs, message_id, body, longer_ms):
     """A rival post's PUT of the message's position lands after the
     post read it back (docs/swift.md, *Claim exclusivity*): the position
-    names the rival's message, stored and filed there as a post would,
-    living ``longer_ms`` longer. Returns the rival's id."""
+    names the rival's message (in no group), stored and filed there as a
+    post would, living ``longer_ms`` longer. Returns the rival's id."""
     record = driver.store.get_json(qs.c, names.message_obj(message_id))[1]
     rival = str(uuid.uuid4())
-    record.update(b=body, e=record['e'] + longer_ms)
+    record.update(b=body, e=record['e'] + longer_ms, g=None)
     driver.store.put(qs.c, names.message_obj(rival),
                      json.dumps(record).encode(),
                      content_type='application/json',
@@ -108,13 +109,15 @@ def rival_takes_the_position_of(driver, qs, message_id, body, longer_ms):
     return rival, position
 
 
-def sharing_a_position(driver, make_queue, project, ttl):
-    """A queue with our message (``ttl``) and a rival's sharing its
-    position, the rival living an hour longer: (queue, its QueueState,
-    our id, the rival's, the position's object name)."""
-    queue = make_queue()
+def sharing_a_position(driver, make_queue, project, ttl, grouped=False):
+    """A queue with our message (``ttl``; in group ``x`` if ``grouped``)
+    and a rival's sharing its position, the rival living an hour longer:
+    (queue, its QueueState, our id, the rival's, the position's object
+    name)."""
+    queue = make_queue({'_message_group_key': 'g'} if grouped else None)
     qs = driver.queue_state(queue, project)
-    ours = post(driver, queue, project, 'ours', ttl=ttl)[0]
+    ours = post(driver, queue, project,
+                {'g': 'x', 'n': 'ours'} if grouped else 'ours', ttl=ttl)[0]
     rival, position = rival_takes_the_position_of(driver, qs, ours,
                                                   'rival', 3600 * 1000)
     return queue, qs, ours, rival, position
@@ -185,12 +188,31 @@ def test_a_reader_removing_an_expired_message_leaves_a_rivals_position(
     """A claim that meets the expired message's filing removes it, but
     not the position, which names the rival: the rival is still listed,
     counted and handed out."""
-    queue, qs, ours, _, position = sharing_a_position(
+    queue, qs, ours, rival, position = sharing_a_position(
         driver, make_queue, project, ttl=60)
     clock.advance(120)
     assert bodies(claim(driver, queue, project)[1]) == ['rival']
     assert names.message_obj(ours) not in objects(driver, qs, 'm/')
-    assert driver.store.head(qs.c, position) is not None
+    assert names.ct_params(driver.store.head(qs.c, position)[
+        'content-type'])['id'] == rival
+    assert bodies(listed(driver, queue, project,
+                         include_claimed=True)) == ['rival']
+    assert stats(driver, queue, project)['total'] == 1
+
+
+def test_a_claim_finishing_a_removal_that_died_leaves_a_rivals_position(
+        driver, make_queue, project):
+    """Our grouped message's removal died after its ``m/`` went: the
+    claim that wins its lock finds it missing and finishes the removal
+    (its group moves on), but not of the position, which names the
+    rival."""
+    queue, qs, ours, rival, position = sharing_a_position(
+        driver, make_queue, project, ttl=3600, grouped=True)
+    driver.store.delete(qs.c, names.message_obj(ours))
+    assert bodies(claim(driver, queue, project)[1]) == ['rival']
+    assert objects(driver, qs, 'g/') == []
+    assert names.ct_params(driver.store.head(qs.c, position)[
+        'content-type'])['id'] == rival
     assert stats(driver, queue, project)['total'] == 1
 
 
@@ -237,10 +259,29 @@ def test_a_queue_is_swept_at_most_every_ten_minutes(
     cut_short(driver, qs, second, leave=())
     post(driver, queue, project, 'later', ttl=3600)
     clock.advance(61)
+    before = summary.read(qs)
     driver._gc_queue(qs.c)
+    # A deep pass (it wrote the summary again), which did not sweep.
+    assert summary.read(qs)['next'] != before['next']
     assert names.message_obj(second) in objects(driver, qs, 'm/')
     # The next deep pass: at rest, the backstop's.
     clock.advance(strays.SWEEP_EVERY_S)
     driver._gc_queue(qs.c)
     assert names.message_obj(second) not in objects(driver, qs, 'm/')
     assert names.message_obj(kept[0]) in objects(driver, qs, 'm/')
+
+
+def test_a_last_sweep_in_the_future_does_not_hold_sweeps_back(
+        driver, make_queue, project, clock):
+    """A gc host whose clock ran a day ahead wrote when it swept: taken
+    for that, it would keep every other host from sweeping for a day."""
+    queue = make_queue()
+    qs = driver.queue_state(queue, project)
+    stray = post(driver, queue, project, 'stray', ttl=3600)[0]
+    cut_short(driver, qs, stray, leave=())
+    clock.advance(61)
+    driver.store.put(qs.c, names.GC_SUMMARY,
+                     content_type=names.content_type(
+                         p=-1, next=0, sw=clock() + 86400 * 1000))
+    driver._gc_queue(qs.c)
+    assert objects(driver, qs, 'm/') == []

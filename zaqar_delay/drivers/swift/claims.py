@@ -167,8 +167,7 @@ class ClaimController(controller.ClaimController):
                 message, missing = qs.lookup(message_id, now)
                 if missing:
                     # Its removal died midway: finish it, advance the group.
-                    qs.remove([(message_id, pos, None, gk)], now,
-                              positions=qs.names_it(message_id, pos))
+                    qs.finish_removal([(message_id, pos, None, gk)], now)
             except errors.BackendUnavailable as exc:
                 LOG.warning('Swift: a head filed for its expiry in %s left '
                             'for the next claim (%s)', qs.c, exc)
@@ -398,7 +397,7 @@ class ClaimController(controller.ClaimController):
                 # goes too: one filed after the removal took the locks
                 # (a claim's expiry racing a pop) has a later attempt
                 # than the locks left tell.
-                qs.remove([(message_id, pos, None, gk)], now)
+                qs.finish_removal([(message_id, pos, None, gk)], now)
                 qs.store.delete(qs.c, entry[5])
             # Else not first in its group (two posts crossed): it stays
             # filed and is taken once it is the head.
@@ -430,7 +429,7 @@ class ClaimController(controller.ClaimController):
             self._tidy(qs, [lock] + filing)
             if missing and gk is not None:
                 # Its removal died midway: finish it, advance the group.
-                qs.remove([(message_id, pos, attempt, gk)], now)
+                qs.finish_removal([(message_id, pos, attempt, gk)], now)
             return None
         return message
 

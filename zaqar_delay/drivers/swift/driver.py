@@ -201,7 +201,7 @@ class DataDriver(base.DataDriver):
             state.SETTLE_BATCH
         groups.repair(qs, now, positions, latest, members,
                       delayed + ready + pinned)
-        last_sweep = summary.swept(last)
+        last_sweep = summary.swept(last, now)
         if now >= last_sweep + strays.SWEEP_EVERY_S * 1000:
             left = strays.sweep(qs, positions, now)
             more |= left

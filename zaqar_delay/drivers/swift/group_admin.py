@@ -97,7 +97,7 @@ def live_members(qs, gk, now, after=None, end=None, reverse=False):
               for (pos, mid), (message, missing) in zip(entries, read)
               if missing]
     if ghosts:
-        qs.remove(ghosts, now)
+        qs.finish_removal(ghosts, now)
     last = page[-1]['name'] if len(page) == MOVE_BATCH else None
     return [message for message, _ in read if message is not None], last
 

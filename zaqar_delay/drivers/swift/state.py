@@ -102,8 +102,8 @@ class QueueState:
             return None, True
         message = Message(message_id, *found)
         if message.expires <= now:
-            self.remove([(message.id, message.pos, None, message.gk)], now,
-                         positions=self.names_it(message.id, message.pos))
+            self.finish_removal([(message.id, message.pos, None, message.gk)],
+                                now)
             return None, False
         return message, False
 
@@ -111,12 +111,23 @@ class QueueState:
         """True if ``p/<pos>`` names the message: not so when it is gone,
         or when a rival's PUT landed after the post's read-back and the
         position names the rival's message (docs/swift.md, *Claim
-        exclusivity*), which a removal of this one must not take. Asked
-        where a removal does not come from the position's own listing
-        entry, nor from the message's own claimer."""
+        exclusivity*), which a removal of this one must not take."""
         position = self.store.head(self.c, names.position_obj(pos))
         return position is not None and names.ct_params(
             position.get('content-type')).get('id') == message_id
+
+    def finish_removal(self, victims, now):
+        """remove() of messages a reader found expired, or missing (a
+        removal that died midway), rather than by their position's own
+        listing entry or by their claimer's delete: one HEAD each, and a
+        position that names another message stays (names_it)."""
+        victims = list(victims)
+        named = self.store.parallel(lambda v: self.names_it(v[0], v[1]),
+                                    victims)
+        for positions in (True, False):
+            chosen = [v for v, ok in zip(victims, named) if ok == positions]
+            if chosen:
+                self.remove(chosen, now, positions=positions)
 
     def delete_at(self, expires_ms):
         return {'X-Delete-At': str(expires_ms // 1000 + 1 + self.margin)}
@@ -348,8 +359,7 @@ class QueueState:
                 if missing:
                     # Its removal died midway: finish it, advance the
                     # group (an expired one was removed by the lookup).
-                    self.remove([(message_id, pos, attempt, gk)], now,
-                                positions=self.names_it(message_id, pos))
+                    self.finish_removal([(message_id, pos, attempt, gk)], now)
                 if message is None:
                     return
                 expires = message.expires

@@ -2,8 +2,9 @@
 reads a few small listings, not the whole queue.
 
 gc's *deep* pass (driver._gc_queue) lists every ``p/``, ``d/``, ``g/``,
-``a/``, ``l/`` and ``m/`` entry of a queue: TTL expiry, drafts, abandoned
-locks, strays (strays.py), group repair. Once one finished, gc writes
+``a/`` and ``l/`` entry of a queue (and, at most every
+strays.SWEEP_EVERY_S, ``m/``): TTL expiry, drafts, abandoned locks,
+group repair, strays (strays.py). Once one finished, gc writes
 ``z/gc`` (names.py): the highest position it listed (``p``) and
 ``next``, the earliest instant anything it saw can fall due: a message's
 expiry, an unfiled message becoming a draft (drafts.DRAFT_AGE_S), or
@@ -105,13 +106,16 @@ def age_s(entry, now_ms):
     return now_ms / 1000 - modified.timestamp()
 
 
-def swept(params):
-    """When a deep pass last swept the queue's strays (ms; 0: never, or
-    the sweep left work): strays.py sweeps at most every SWEEP_EVERY_S."""
+def swept(params, now):
+    """When a deep pass last swept the queue's strays (ms; 0: never, the
+    sweep left work, or a time after ``now``, written by a host whose
+    clock ran ahead, which would hold every sweep back that long):
+    strays.py sweeps at most every SWEEP_EVERY_S."""
     try:
-        return int((params or {}).get('sw', 0))
+        when = int((params or {}).get('sw', 0))
     except ValueError:
         return 0
+    return when if when <= now else 0
 
 
 def write(qs, now, highest, positions, filed, more, last_sweep=0):
