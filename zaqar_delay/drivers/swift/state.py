@@ -157,8 +157,8 @@ class QueueState:
         victims' order, in bulk deletes of connection.BULK_LIMIT.
 
         ``positions`` False keeps their ``p/`` (and marks nothing gone
-        for persistent consumers): gc's removal of a message whose
-        position names another (strays.py).
+        for persistent consumers): the removal of a message whose
+        position names another, or is gone (finish_removal, strays.py).
 
         ``held``: ids whose latest attempt a live claim holds. That claim
         deleted the filing it won, and the next attempt is filed only when

@@ -16,9 +16,9 @@ to remove at a message's expiry, gc's deep pass now removes:
   handed out, until it expires.
 
 So a deep pass, at most every SWEEP_EVERY_S for a queue, lists ``m/``
-and looks at the ids no listed position
-names, written over DRAFT_AGE_S ago (a post or copy has long finished or
-died), at most SETTLE_BATCH per pass. Each is read, and its position
+and looks at the ids no listed position names, written over DRAFT_AGE_S
+ago (a post or copy has long finished or died), at most SETTLE_BATCH per
+pass. Each is read, and its position
 asked for by name (a listing can lag): one that names it is left to the
 draft and expiry passes. An expired one goes as any removed message
 (state.QueueState.remove: its filings, locks and group entry) but for
