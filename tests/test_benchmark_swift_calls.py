@@ -35,7 +35,7 @@ def test_phases_print_each_kind_of_request_of_the_median_calls(capsys):
     # The requests docs/swift.md counts for each call, in kind and number.
     assert found['post of 10'] == (2, {
         'get_container p/': 1, 'put_object p/': 10, 'put_object m/': 10,
-        'head_object p/': 10, 'put_object a/': 10}), out
+        'head_object p/': 10, 'get_container h/': 1, 'put_object a/': 10}), out
     assert found['claim of 10'][1]['put_object l/'] == 10, out
     assert found['claim of 10'][1]['head_object l/'] == 10, out
     assert found['delete'][0] == 20, out

@@ -172,18 +172,20 @@ def test_a_retried_delete_whose_removal_went_asks_for_each_lock_once(
     assert ('post_account', '') not in kinds, kinds
 
 
-def test_a_post_of_n_sends_one_listing_and_four_requests_per_message(
+def test_a_post_of_n_sends_two_listings_and_four_requests_per_message(
         driver, make_queue, project, monkeypatch):
     # docs/swift.md, *Swift requests per operation*, and the README's
-    # "41 requests for a post of 10": per message its position (PUT, then
-    # a HEAD to read it back), the message and its claimable entry.
+    # "42 requests for a post of 10": per message its position (PUT, then
+    # a HEAD to read it back), the message and its claimable entry; the
+    # last position listed, and the highest consumer fence (fences.py).
     queue = make_queue()
     post(driver, queue, project, 'warm-up')
     requests = Requests(driver, monkeypatch)
     assert requests.during(lambda: post(driver, queue, project,
-                                        *range(10))) == 1 + 4 * 10
+                                        *range(10))) == 2 + 4 * 10
     assert sorted(set(requests.calls)) == ['get_container', 'head_object',
                                            'put_object']
+    assert requests.calls.count('get_container') == 2
     assert requests.calls.count('head_object') == 10
     assert requests.calls.count('put_object') == 3 * 10
 
@@ -196,7 +198,7 @@ def test_a_queues_first_post_makes_its_container_once(
     queue = make_queue()
     requests = Requests(driver, monkeypatch)
     assert requests.during(lambda: post(driver, queue, project,
-                                        *range(WIDE))) > 1 + 4 * WIDE
+                                        *range(WIDE))) > 2 + 4 * WIDE
     assert requests.calls.count('put_container') == 1, requests.calls
     assert requests.calls.count('put_object') <= 4 * WIDE, requests.calls
     assert [m['body'] for m in claim(driver, queue, project,
@@ -270,7 +272,8 @@ def test_a_post_writes_its_messages_while_its_positions_settle(
     sent = requests_by_wait(driver, monkeypatch)
     ids = post(driver, queue, project, *range(WIDE))
     monkeypatch.undo()
-    assert sorted(set(sent)) == [('get_container', 'p/', False),
+    assert sorted(set(sent)) == [('get_container', 'h/', False),
+                                 ('get_container', 'p/', False),
                                  ('head_object', 'p/', False),
                                  ('put_object', 'a/', False),
                                  ('put_object', 'm/', True),

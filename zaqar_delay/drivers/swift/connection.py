@@ -8,6 +8,7 @@ transport answers with 503.
 """
 
 import concurrent.futures
+import functools
 import io
 import json
 import threading
@@ -245,12 +246,13 @@ class Store:
         return self.confirm(container, name, token)
 
     def create_many(self, container, items, meanwhile=None,
-                    recreate=False):
+                    recreate=False, alongside=None):
         """``create`` of each (name, kwargs) item, all PUTs first and then
         all read-backs, so the call waits ``create_settle_time`` once, not
         once per wave of max_parallel_requests; ``meanwhile`` as for
-        ``settle_wait``, ``recreate`` as for ``put``. True for each one
-        won."""
+        ``settle_wait``, ``recreate`` as for ``put``; ``alongside``, a
+        request that must follow the PUTs, is sent with the read-backs.
+        True for each one won."""
         tokens = [uuid.uuid4().hex for _ in items]
         self.parallel(
             lambda pair: self.propose(container, pair[0][0], pair[1],
@@ -261,9 +263,11 @@ class Store:
             self.settle_wait(meanwhile)
         elif meanwhile is not None:
             meanwhile()
-        return self.parallel(
-            lambda pair: self.confirm(container, pair[0][0], pair[1]),
-            list(zip(items, tokens)))
+        checks = [functools.partial(self.confirm, container, name, token)
+                  for (name, _), token in zip(items, tokens)]
+        won = self.parallel(lambda check: check(),
+                            checks + ([alongside] if alongside else []))
+        return won[:len(checks)]
 
     def propose(self, container, name, token, body=b'', content_type=None,
                 headers=None, container_meta=None, recreate=False):
@@ -452,6 +456,19 @@ class Store:
         return [c['name'] for c in found[1]]
 
     # -- fan-out -----------------------------------------------------------
+
+    def in_background(self, fn):
+        """Start ``fn()`` in the shared pool while the caller goes on (in
+        line from a pool thread, as ``parallel``); ``.result()`` of what
+        this returns waits for it and raises what it raised."""
+        if not threading.current_thread().name.startswith('zd-swift'):
+            return self._pool.submit(fn)
+        done = concurrent.futures.Future()
+        try:
+            done.set_result(fn())
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
 
     def parallel(self, fn, items):
         """``[fn(item) for item in items]``, up to max_parallel_requests at

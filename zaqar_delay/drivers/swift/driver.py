@@ -21,6 +21,7 @@ from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import claims
 from zaqar_delay.drivers.swift import connection
 from zaqar_delay.drivers.swift import drafts
+from zaqar_delay.drivers.swift import fences
 from zaqar_delay.drivers.swift import gc_lease
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
@@ -203,7 +204,8 @@ class DataDriver(base.DataDriver):
                       delayed + ready + pinned)
         last_sweep = summary.swept(last, now)
         if now >= last_sweep + strays.SWEEP_EVERY_S * 1000:
-            left = strays.sweep(qs, positions, now)
+            left = (strays.sweep(qs, positions, now)
+                    | (fences.prune(qs) >= fences.PRUNE_BATCH))
             more |= left
             last_sweep = 0 if left else now
         summary.write(qs, now, highest, positions, filed, more, last_sweep)

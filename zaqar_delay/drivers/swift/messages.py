@@ -14,6 +14,7 @@ from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import claims as swift_claims
 from zaqar_delay.drivers.swift import consumers as swift_consumers
 from zaqar_delay.drivers.swift import drafts
+from zaqar_delay.drivers.swift import fences
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
 from zaqar_delay.drivers.swift import names
@@ -237,27 +238,43 @@ class MessageController(controller.MessageController):
         # message and has not filed it yet (a draft younger than
         # DRAFT_AGE_S, drafts.py) shows up here as a kept p/ entry the page
         # does not hold, even if it was filed between the page's listing
-        # and this one. The page stops before it; the next one gets it.
+        # and this one. The page stops before it; the next one gets it. A
+        # post whose position lands after this listing finds the page's
+        # fence, written first, and moves after it (fences.py).
         if not page:
             return page
         now = self.driver.now_ms()
         qs = self._state(queue, project)
+        last = page[-1].position
+        # The fence's PUT goes with the retention cut's reads, which run
+        # on this thread so that theirs stay parallel.
+        fence = qs.store.in_background(
+            functools.partial(fences.raise_to, qs, last, start))
         keep = swift_retention.horizon(qs, retention, now, flights=True)
+        drop_old_fence = fence.result()
         young = now - drafts.DRAFT_AGE_S * 1000
         held = {message['id'] for message in page}
-        last = page[-1].position
-        for entries in self._pages(qs, 'p/', keep.after(start), len(page)):
-            for entry in entries:
-                fields = names.position_fields(entry)
-                if fields is None or fields['id'] in held:
-                    continue
-                if fields['pos'] > last:
-                    return page
-                if (fields['e'] > now and fields['w'] > young and (
-                        fields['id'] in keep.in_flight
-                        or keep.keeps(fields['pos'], fields['cr']))):
-                    return [m for m in page if m.position < fields['pos']]
-        return page
+
+        def first_draft():
+            for entries in self._pages(qs, 'p/', keep.after(start),
+                                       len(page)):
+                for entry in entries:
+                    fields = names.position_fields(entry)
+                    if fields is None or fields['id'] in held:
+                        continue
+                    if fields['pos'] > last:
+                        return None
+                    if (fields['e'] > now and fields['w'] > young and (
+                            fields['id'] in keep.in_flight
+                            or keep.keeps(fields['pos'], fields['cr']))):
+                        return fields['pos']
+            return None
+
+        draft, _ = qs.store.parallel(lambda call: call(),
+                                     [first_draft, drop_old_fence])
+        if draft is None:
+            return page
+        return [m for m in page if m.position < draft]
 
     def _first(self, queue, project, sort, retention):
         now = self.driver.now_ms()

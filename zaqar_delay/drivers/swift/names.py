@@ -116,6 +116,14 @@ object                     holds
                            pass with nothing due lists little
                            (summary.py); ``sw`` (ms: when a deep pass
                            last swept the strays, strays.py).
+``h/P``                    a persistent consumer's page reached position
+                           P (a fence): written before the page looks for
+                           posts in flight below it, read by every post
+                           after its positions' PUTs; a post with a
+                           position below the highest moves after it
+                           (fences.py). Only the highest one matters:
+                           each page deletes the one it started from,
+                           gc's sweep the others.
 ``y/P``                    one insert carried messages in (zaqar-delay-
                            migrate) at positions P to Content-Type
                            ``last``, keeping their age: ``cr`` is the

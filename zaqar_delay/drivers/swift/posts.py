@@ -25,6 +25,7 @@ import random
 
 from zaqar_delay import errors
 from zaqar_delay import rules
+from zaqar_delay.drivers.swift import fences
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import state as swift_state
 
@@ -67,13 +68,16 @@ def first_free(qs, now):
 
 def allocate(qs, stored, now, meanwhile=None, moved=None):
     """Give ``stored`` consecutive positions, each taken with
-    If-None-Match so no other node can take it too; ``meanwhile`` runs in
-    each attempt's settle wait (connection.Store.settle_wait), ``moved``
-    after an attempt that lost a position gave the others back."""
-    for _ in range(POSITION_ATTEMPTS):
-        base = first_free(qs, now)
+    If-None-Match so no other node can take it too, and none behind a
+    consumer page's fence (fences.py); ``meanwhile`` runs in each
+    attempt's settle wait (connection.Store.settle_wait), ``moved`` after
+    an attempt that lost a position gave the others back."""
+    floor, lost, passed_by = 0, 0, 0
+    while lost < POSITION_ATTEMPTS and passed_by < POSITION_ATTEMPTS:
+        base = max(first_free(qs, now), floor)
         for offset, message in enumerate(stored):
             message.pos = base + offset
+        fence = []
         # No X-Delete-At on a position (names.py, p/): Swift's expiry
         # queue costs every PUT and DELETE of it, and readers go by its
         # ``e``; whoever removes the message removes it, gc the expired.
@@ -81,10 +85,19 @@ def allocate(qs, stored, now, meanwhile=None, moved=None):
             (names.position_obj(m.pos), dict(
                 content_type=swift_state.position_type(m, written=now),
                 container_meta=qs.meta))
-            for m in stored], meanwhile=meanwhile, recreate=True)
-        if all(won):
+            for m in stored], meanwhile=meanwhile, recreate=True,
+            alongside=lambda: fence.append(fences.highest(qs)))
+        # A page handed out the fence's own position too.
+        passed = fence and fence[0] is not None and base <= fence[0]
+        if all(won) and not passed:
             return
-        # Someone posted into our range: give ours back, list again.
+        # Someone posted into our range, or a consumer page passed it
+        # while our PUTs were in flight: give ours back, go after both.
+        if passed:
+            floor = max(floor, fence[0] + 1)
+            passed_by += 1
+        if not all(won):
+            lost += 1
         qs.store.delete_many(qs.c, [
             names.position_obj(m.pos) for m, ok in zip(stored, won) if ok])
         if moved is not None:
