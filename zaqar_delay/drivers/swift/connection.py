@@ -8,7 +8,6 @@ transport answers with 503.
 """
 
 import concurrent.futures
-import functools
 import io
 import json
 import threading
@@ -251,23 +250,26 @@ class Store:
         all read-backs, so the call waits ``create_settle_time`` once, not
         once per wave of max_parallel_requests; ``meanwhile`` as for
         ``settle_wait``, ``recreate`` as for ``put``; ``alongside``, a
-        request that must follow the PUTs, is sent with the read-backs.
-        True for each one won."""
+        request that must follow the PUTs, is sent as the wait begins,
+        beside ``meanwhile``, and answered before this returns. True for
+        each one won."""
         tokens = [uuid.uuid4().hex for _ in items]
         self.parallel(
             lambda pair: self.propose(container, pair[0][0], pair[1],
                                       recreate=recreate, **pair[0][1]),
             list(zip(items, tokens)))
+        after_puts = self.in_background(alongside) if alongside else None
         if items:
             # After a 412 too: see create.
             self.settle_wait(meanwhile)
         elif meanwhile is not None:
             meanwhile()
-        checks = [functools.partial(self.confirm, container, name, token)
-                  for (name, _), token in zip(items, tokens)]
-        won = self.parallel(lambda check: check(),
-                            checks + ([alongside] if alongside else []))
-        return won[:len(checks)]
+        won = self.parallel(
+            lambda pair: self.confirm(container, pair[0][0], pair[1]),
+            list(zip(items, tokens)))
+        if after_puts is not None:
+            after_puts.result()
+        return won
 
     def propose(self, container, name, token, body=b'', content_type=None,
                 headers=None, container_meta=None, recreate=False):

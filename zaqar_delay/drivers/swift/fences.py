@@ -9,8 +9,8 @@ slow post is about to take. Both sides write, then read:
   ``p/`` up to that position for drafts it must stop before
   (messages.py, ``_settled_prefix``);
 * a post, once its ``p/`` PUTs were answered, lists the highest fence
-  with their read-backs (posts.allocate); one of its positions below it
-  moves the post after the fence, as a position a rival took does.
+  in their settle wait (posts.allocate); a position of its at or below
+  it moves the post after the fence, as a position a rival took does.
 
 Whichever of the two writes landed first, the other side's read sees it:
 either the page finds the draft, or the post finds the fence. Fences are
