@@ -216,6 +216,34 @@ def test_a_claim_finishing_a_removal_that_died_leaves_a_rivals_position(
     assert stats(driver, queue, project)['total'] == 1
 
 
+def test_a_redelivery_finishing_a_removal_that_died_leaves_a_rivals_position(
+        driver, make_queue, project, clock):
+    """Our grouped message, claimed with the rival, lost its ``m/`` to a
+    removal that died midway. When the claim ends, the redelivery delay
+    outlasts what the claim kept it alive for, so redelivery reads it,
+    finds it missing and finishes its removal (its group moves on), but
+    not of the position, which names the rival (state.redeliver)."""
+    queue = make_queue({'_message_group_key': 'g',
+                        '_redelivery_delay': 600})
+    qs = driver.queue_state(queue, project)
+    ours = post(driver, queue, project, {'g': 'x', 'n': 'ours'},
+                ttl=3600)[0]
+    rival, position = rival_takes_the_position_of(driver, qs, ours,
+                                                  'rival', 3600 * 1000)
+    _, claimed = claim(driver, queue, project, ttl=60, grace=60)
+    assert sorted(m['id'] for m in claimed) == sorted([ours, rival])
+    driver.store.delete(qs.c, names.message_obj(ours))
+    clock.advance(200)
+    # This claim settles the ended one: both go back after 600 s.
+    assert claim(driver, queue, project)[1] == []
+    assert objects(driver, qs, 'g/') == []
+    assert names.ct_params(driver.store.head(qs.c, position)[
+        'content-type'])['id'] == rival
+    assert stats(driver, queue, project)['total'] == 1
+    clock.advance(600)
+    assert bodies(claim(driver, queue, project)[1]) == ['rival']
+
+
 def test_strays_kept_for_now_do_not_hold_the_others_back(
         driver, make_queue, project, clock, monkeypatch):
     """More suspects than a pass takes, the first ones in name order
