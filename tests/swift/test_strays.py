@@ -244,6 +244,32 @@ def test_a_redelivery_finishing_a_removal_that_died_leaves_a_rivals_position(
     assert bodies(claim(driver, queue, project)[1]) == ['rival']
 
 
+def test_a_claim_dropping_a_head_filed_for_its_expiry_keeps_a_rivals_position(
+        driver, make_queue, project, clock):
+    """Our grouped message expires before it is due, so it is filed for
+    its expiry (``x``), and its removal died after its ``m/`` went. The
+    claim that meets that filing finds it missing and finishes the
+    removal (its group moves on), but not of the position, which names
+    the rival (claims._drop_expired)."""
+    queue = make_queue({'_message_group_key': 'g',
+                        '_default_message_delay': 120})
+    qs = driver.queue_state(queue, project)
+    ours = post(driver, queue, project, {'g': 'x', 'n': 'ours'},
+                ttl=60)[0]
+    [filing] = objects(driver, qs, 'd/')
+    assert names.ct_params(driver.store.head(qs.c, filing)[
+        'content-type']).get('x') == '1'
+    rival, position = rival_takes_the_position_of(driver, qs, ours,
+                                                  'rival', 3600 * 1000)
+    driver.store.delete(qs.c, names.message_obj(ours))
+    clock.advance(61)
+    assert bodies(claim(driver, queue, project)[1]) == ['rival']
+    assert objects(driver, qs, 'd/') == objects(driver, qs, 'g/') == []
+    assert names.ct_params(driver.store.head(qs.c, position)[
+        'content-type'])['id'] == rival
+    assert stats(driver, queue, project)['total'] == 1
+
+
 def test_strays_kept_for_now_do_not_hold_the_others_back(
         driver, make_queue, project, clock, monkeypatch):
     """More suspects than a pass takes, the first ones in name order
