@@ -13,6 +13,8 @@ under load: one consumer missed 4 of 24).
 import pytest
 
 from tests.contract.helpers import bodies, listed, post
+from tests.contract.test_consumers import Reader
+from tests.swift.test_strays import deep_pass
 from zaqar_delay import errors
 from zaqar_delay.drivers.swift import fences as fences_module
 from zaqar_delay.drivers.swift import names
@@ -21,22 +23,21 @@ from zaqar_delay.drivers.swift import posts
 
 @pytest.fixture
 def overtaken(monkeypatch, driver, clock):
-    """``with overtaken(meanwhile):`` the next post takes its positions,
-    then ``meanwhile()`` runs (a later post, a consumer page) before it
-    PUTs them."""
+    """``overtaken(meanwhile)``: the next post takes its positions, then
+    ``meanwhile()`` runs (a later post, a consumer page) before it PUTs
+    them."""
     real = posts.first_free
 
     def arm(meanwhile):
-        armed = [True]
+        pending = [meanwhile]
 
         def first_free(qs, now):
             base = real(qs, now)
-            if armed.pop() if armed else False:
+            if pending:
                 clock.advance(0.005)
-                meanwhile()
+                pending.pop()()
             return base
         monkeypatch.setattr(posts, 'first_free', first_free)
-        return armed
     return arm
 
 
@@ -47,7 +48,6 @@ def fences(driver, queue, project):
 
 def test_a_post_a_consumer_page_passed_moves_after_it(
         driver, make_queue, project, overtaken):
-    from tests.contract.test_consumers import Reader
     queue = make_queue()
     reader = Reader(driver, queue, project)
     handed = {}
@@ -68,7 +68,6 @@ def test_a_post_a_consumer_page_passed_moves_after_it(
 
 
 def test_a_page_leaves_one_fence_at_its_end(driver, make_queue, project):
-    from tests.contract.test_consumers import Reader
     queue = make_queue()
     reader = Reader(driver, queue, project)
     post(driver, queue, project, 'a', 'b', ttl=3600)
@@ -95,8 +94,6 @@ def test_gc_keeps_only_the_highest_fence_a_batch_at_a_time(
         driver, make_queue, project, monkeypatch):
     # Three consumers reading pages of 1, 2 and 3 leave a fence each:
     # none started from another's, so no page deleted one.
-    from tests.contract.test_consumers import Reader
-    from tests.swift.test_strays import deep_pass
     queue = make_queue()
     post(driver, queue, project, 'a', 'b', 'c', ttl=3600)
     ends = [int(Reader(driver, queue, project).page(limit=limit)[1])
@@ -118,7 +115,6 @@ def test_a_post_at_the_fences_own_position_moves_after_it(
     # deleted since; a post whose first free position is that one (a
     # node whose clock lags, the last position gone) would sit under the
     # cursor, not after it.
-    from tests.contract.test_consumers import Reader
     queue = make_queue()
     reader = Reader(driver, queue, project)
     [handed_id] = post(driver, queue, project, 'handed', ttl=3600)
@@ -135,7 +131,6 @@ def test_a_page_whose_old_fence_cannot_go_is_still_served(
     # Tried: the DELETE of the fence a page started from fails (Swift
     # unavailable for it). The page is right without it; gc's sweep
     # deletes that fence later.
-    from tests.contract.test_consumers import Reader
     queue = make_queue()
     reader = Reader(driver, queue, project)
     post(driver, queue, project, 'a', 'b', ttl=3600)

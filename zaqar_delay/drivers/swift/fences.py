@@ -62,10 +62,10 @@ def highest(qs):
 
 def prune(qs):
     """Delete up to PRUNE_BATCH fences below the highest; how many."""
-    top = qs.store.listing(qs.c, PREFIX, limit=1, reverse=True)
-    if not top:
+    top = highest(qs)
+    if top is None:
         return 0
-    below = qs.store.listing(qs.c, PREFIX, end_marker=top[0]['name'],
+    below = qs.store.listing(qs.c, PREFIX, end_marker=fence_obj(top),
                              limit=PRUNE_BATCH)
     qs.store.delete_many(qs.c, [entry['name'] for entry in below])
     return len(below)

@@ -120,7 +120,7 @@ object                     holds
                            P (a fence): written before the page looks for
                            posts in flight below it, read by every post
                            after its positions' PUTs; a post with a
-                           position below the highest moves after it
+                           position at or below the highest moves after it
                            (fences.py). Only the highest one matters:
                            each page deletes the one it started from,
                            gc's sweep the others.

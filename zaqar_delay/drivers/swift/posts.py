@@ -88,7 +88,7 @@ def allocate(qs, stored, now, meanwhile=None, moved=None):
             for m in stored], meanwhile=meanwhile, recreate=True,
             alongside=lambda: fence.append(fences.highest(qs)))
         # A page handed out the fence's own position too.
-        passed = fence and fence[0] is not None and base <= fence[0]
+        passed = fence[0] is not None and base <= fence[0]
         if all(won) and not passed:
             return
         # Someone posted into our range, or a consumer page passed it
