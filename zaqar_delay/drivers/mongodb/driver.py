@@ -73,6 +73,9 @@ class DataDriver(base.DataDriver):
         connection.translate(check_layout, database)
         return database
 
+    def recheck_layout(self):
+        connection.translate(check_layout, self.database)
+
     def _collection(self, name):
         return connection.GuardedCollection(self.database[name],
                                             self.clock.invalidate)

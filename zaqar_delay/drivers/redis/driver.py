@@ -67,6 +67,10 @@ class DataDriver(base.DataDriver):
     def upgrade_layout(self, say):
         layout.upgrade(self, say)
 
+    def recheck_layout(self):
+        if self.check_layout:
+            self.guarded(lambda: layout.check(self.connection))
+
     @decorators.lazy_property(write=False)
     def scripts(self):
         return scripts.QueueScripts(self.connection)

@@ -66,6 +66,9 @@ class DataDriver(base.DataDriver):
         check_layout(store)
         return store
 
+    def recheck_layout(self):
+        check_layout(self.store)
+
     def now_ms(self):
         """Epoch ms from the API node's clock (Swift has none to read)."""
         if self._clock is not None:
