@@ -8,6 +8,7 @@ a lease whose holder died expires; a pass whose lease was taken stops
 between two queues.
 """
 
+import json
 import os
 import re
 import signal
@@ -156,4 +157,32 @@ def test_zaqars_gc_hook_is_not_failed_by_another_hosts_pass(driver):
         assert driver.gc().queues == 0
         assert other_host._ours()
     finally:
+        other_host.release()
+
+
+def test_a_host_that_cannot_read_the_layout_says_so_and_takes_no_lease(
+        driver):
+    """A gc host left running when an upgrade raised the layout version
+    reports the mismatch even while another host's pass holds the lease
+    (not "a pass is running", which zaqar-delay-gc does not count as a
+    failure), and never takes the lease itself: it would hold back the
+    passes of the hosts that can read the store."""
+    from zaqar_delay.drivers.swift import driver as swift_driver
+    from zaqar_delay.drivers.swift import names
+
+    def write_version(version):
+        driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
+                         json.dumps({'v': version}).encode())
+    other_host = gc_lease.GcLease(driver.store)
+    other_host.acquire()
+    write_version(swift_driver.LAYOUT_VERSION + 1)
+    try:
+        with pytest.raises(errors.LayoutMismatch):
+            driver.exclusive_gc()
+        other_host.release()
+        with pytest.raises(errors.LayoutMismatch):
+            driver.exclusive_gc()
+        assert driver.store.head(gc_lease.CONTAINER, gc_lease.OBJECT) is None
+    finally:
+        write_version(swift_driver.LAYOUT_VERSION)
         other_host.release()

@@ -67,7 +67,9 @@ class DataDriver(base.DataDriver):
         return store
 
     def recheck_layout(self):
-        check_layout(self.store)
+        # exclusive_gc checked before it took the lease it now holds.
+        if self._gc_lease is None:
+            check_layout(self.store)
 
     def now_ms(self):
         """Epoch ms from the API node's clock (Swift has none to read)."""
@@ -114,8 +116,13 @@ class DataDriver(base.DataDriver):
         of that can be due gets a light pass (summary.py). One pass at a
         time per Swift account (gc_lease.py): a pass that finds another
         one running raises errors.GcPassRunning and does nothing."""
-        self._gc_lease = gc_lease.GcLease(self.store)
-        self._gc_lease.acquire()
+        # Before the lease: a host that cannot read this layout must not
+        # hold back the passes of those that can, nor have its mismatch
+        # taken for another host's pass running.
+        check_layout(self.store)
+        lease = gc_lease.GcLease(self.store)
+        lease.acquire()
+        self._gc_lease = lease
         try:
             dropped = self.gc_each(
                 ('queue container {!r}'.format(container),
