@@ -34,7 +34,7 @@ from benchmarks.bounded import (CLAIM, PROJECT, make_driver, percentile,
 from benchmarks import retention
 from benchmarks.retention import queue
 from localstack.redis_server import RedisServer
-from zaqar_delay.drivers.redis import keys
+from zaqar_delay.drivers.redis import layout
 
 
 def claim_ms(raw, driver, name):
@@ -68,9 +68,15 @@ def timed(raw, call):
 def gc_pass(raw, driver, names):
     """(wall, Redis CPU) seconds of one gc pass over the queues
     ``names``: what ``driver.gc()`` does for each registered queue."""
-    tags = [keys.queue_tag(name, PROJECT) for name in names]
     return timed(raw, lambda: driver.gc_each(
-        driver._gc_one(tag) for tag in tags))[1:]
+        driver._gc_one(PROJECT, name) for name in names))[1:]
+
+
+def empty_store(raw):
+    """Flush Redis, leaving what a driver's first call writes into an
+    empty store: its layout version, which every gc pass reads again."""
+    raw.flushall(asynchronous=True)
+    layout.version(raw)
 
 
 def cleanup_pass(raw, driver, args, repeats=5):
@@ -78,7 +84,7 @@ def cleanup_pass(raw, driver, args, repeats=5):
     queues and as many full ones, with retention that removes nothing;
     the two kinds of pass take turns."""
     keep = {'time': 3600, 'length': args.queue_size * 2}
-    raw.flushall(asynchronous=True)
+    empty_store(raw)
     empty = [queue(driver, keep) for _ in range(args.queues)]
     full = [queue(driver, keep) for _ in range(args.queues)]
     for name in full:
@@ -96,7 +102,7 @@ def removal(raw, driver, clock, sizes):
     messages past time}."""
     timings = {}
     for size in sizes:
-        raw.flushall(asynchronous=True)
+        empty_store(raw)
         name = queue(driver, {'time': 60})
         post_many(driver, name, size)
         clock['now'] += 61 * 1000
