@@ -1,5 +1,6 @@
 """Small helpers shared by the contract tests."""
 
+import json
 import time
 import uuid
 
@@ -90,3 +91,49 @@ def moved(driver, queue, project, *names, ttl=300, age_ms=0):
                 [{'body': name, 'ttl': ttl} for name in names],
                 driver.message_controller.policy(queue, project), 0,
                 1209600)]
+
+
+def raise_layout_version(driver):
+    """What an upgrade to a later layout does last, on each backend: the
+    store's version one above this driver's. Returns what puts it back."""
+    module = type(driver).__module__
+    if module.endswith('swift.driver'):
+        from zaqar_delay.drivers.swift import driver as swift_driver
+        from zaqar_delay.drivers.swift import names
+
+        def write(version):
+            driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
+                             json.dumps({'v': version}).encode())
+        current = swift_driver.LAYOUT_VERSION
+    elif module.endswith('redis.driver'):
+        from zaqar_delay.drivers.redis import layout
+
+        def write(version):
+            driver.connection.set(layout.LAYOUT_KEY, version)
+        current = layout.CURRENT
+    else:
+        from zaqar_delay.drivers.mongodb import driver as mongodb_driver
+        from zaqar_delay.drivers.mongodb import fields
+
+        def write(version):
+            driver.database[fields.LAYOUT].update_one(
+                {'_id': fields.LAYOUT_ID}, {'$set': {'v': version}})
+        current = mongodb_driver.LAYOUT_VERSION
+    write(current + 1)
+    return lambda: write(current)
+
+
+def around_queue_gc(driver, monkeypatch, around):
+    """Send each queue's gc step, the way each backend settles one,
+    through ``around(key, step)``: ``key`` is the Swift container, else
+    ``(queue, project)``; ``step()`` runs the real one."""
+    if type(driver).__module__.endswith('swift.driver'):
+        original = driver._gc_queue
+        monkeypatch.setattr(driver, '_gc_queue', lambda container, *rest: (
+            around(container, lambda: original(container, *rest))))
+    else:
+        original = driver.message_controller.gc
+        monkeypatch.setattr(
+            driver.message_controller, 'gc', lambda queue, project, *rest: (
+                around((queue, project),
+                       lambda: original(queue, project, *rest))))

@@ -5,27 +5,24 @@ import logging
 
 import pytest
 
+from tests.contract.helpers import around_queue_gc
 from tests.contract.helpers import post
 from zaqar_delay.driver import VISIT_STEPS
 
 
 def break_gc_of(driver, queue, project, monkeypatch):
     """Make the settling of one queue fail, the way each backend settles."""
-    def refuse():
-        raise RuntimeError('corrupt queue state')
-
     if driver.__module__.endswith('swift.driver'):
         from zaqar_delay.drivers.swift import names
         broken = names.container(names.MESSAGES, queue, project)
-        original = driver._gc_queue
-        monkeypatch.setattr(driver, '_gc_queue', lambda container, *rest: (
-            refuse() if container == broken else original(container, *rest)))
     else:
-        original = driver.message_controller.gc
-        monkeypatch.setattr(
-            driver.message_controller, 'gc',
-            lambda q, p, *args: (refuse() if (q, p) == (queue, project)
-                                 else original(q, p, *args)))
+        broken = (queue, project)
+
+    def settle(key, step):
+        if key == broken:
+            raise RuntimeError('corrupt queue state')
+        return step()
+    around_queue_gc(driver, monkeypatch, settle)
 
 
 @pytest.mark.parametrize('broken_first', [True, False])

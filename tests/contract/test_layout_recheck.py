@@ -3,61 +3,22 @@ queue: a host still running when ``zaqar-delay-migrate --upgrade-layout``
 of a later release raised the version stops there, instead of taking what
 that layout writes for drafts or strays of its own and removing them."""
 
-import json
-
 import pytest
 
+from tests.contract.helpers import around_queue_gc
 from tests.contract.helpers import post
+from tests.contract.helpers import raise_layout_version
 from zaqar_delay import errors
 
 
-def raise_layout_version(driver):
-    """What an upgrade to a later layout does last, on each backend: the
-    store's version one above this driver's. Returns what puts it back."""
-    module = type(driver).__module__
-    if module.endswith('swift.driver'):
-        from zaqar_delay.drivers.swift import driver as swift_driver
-        from zaqar_delay.drivers.swift import names
-
-        def write(version):
-            driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-                             json.dumps({'v': version}).encode())
-        current = swift_driver.LAYOUT_VERSION
-    elif module.endswith('redis.driver'):
-        from zaqar_delay.drivers.redis import layout
-
-        def write(version):
-            driver.connection.set(layout.LAYOUT_KEY, version)
-        current = layout.CURRENT
-    else:
-        from zaqar_delay.drivers.mongodb import driver as mongodb_driver
-        from zaqar_delay.drivers.mongodb import fields
-
-        def write(version):
-            driver.database[fields.LAYOUT].update_one(
-                {'_id': fields.LAYOUT_ID}, {'$set': {'v': version}})
-        current = mongodb_driver.LAYOUT_VERSION
-    write(current + 1)
-    return lambda: write(current)
-
-
 def watch_queue_visits(driver, monkeypatch):
-    """The queues gc settles, as each backend settles one, in a list."""
+    """The queues gc settles, in a list."""
     visited = []
-    if type(driver).__module__.endswith('swift.driver'):
-        original = driver._gc_queue
 
-        def settle(container, *rest):
-            visited.append(container)
-            return original(container, *rest)
-        monkeypatch.setattr(driver, '_gc_queue', settle)
-    else:
-        original = driver.message_controller.gc
-
-        def settle(queue, project, *rest):
-            visited.append((project, queue))
-            return original(queue, project, *rest)
-        monkeypatch.setattr(driver.message_controller, 'gc', settle)
+    def watch(key, step):
+        visited.append(key)
+        return step()
+    around_queue_gc(driver, monkeypatch, watch)
     return visited
 
 

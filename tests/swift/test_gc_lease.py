@@ -8,7 +8,6 @@ a lease whose holder died expires; a pass whose lease was taken stops
 between two queues.
 """
 
-import json
 import os
 import re
 import signal
@@ -21,6 +20,7 @@ import pytest
 
 from localstack import backends
 from tests.contract.helpers import post
+from tests.contract.helpers import raise_layout_version
 from localstack.factories import swift as swift_factory
 from localstack import zaqar_server
 from zaqar_delay import errors
@@ -167,15 +167,9 @@ def test_a_host_that_cannot_read_the_layout_says_so_and_takes_no_lease(
     (not "a pass is running", which zaqar-delay-gc does not count as a
     failure), and never takes the lease itself: it would hold back the
     passes of the hosts that can read the store."""
-    from zaqar_delay.drivers.swift import driver as swift_driver
-    from zaqar_delay.drivers.swift import names
-
-    def write_version(version):
-        driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-                         json.dumps({'v': version}).encode())
     other_host = gc_lease.GcLease(driver.store)
     other_host.acquire()
-    write_version(swift_driver.LAYOUT_VERSION + 1)
+    put_back = raise_layout_version(driver)
     try:
         with pytest.raises(errors.LayoutMismatch):
             driver.exclusive_gc()
@@ -184,5 +178,5 @@ def test_a_host_that_cannot_read_the_layout_says_so_and_takes_no_lease(
             driver.exclusive_gc()
         assert driver.store.head(gc_lease.CONTAINER, gc_lease.OBJECT) is None
     finally:
-        write_version(swift_driver.LAYOUT_VERSION)
+        put_back()
         other_host.release()

@@ -3,13 +3,13 @@ container, written on the driver's first call, a newer one refused; and
 what ``zaqar-delay-migrate --upgrade-layout`` does on Swift."""
 
 import io
-import json
 import uuid
 
 import pytest
 
 from localstack import zaqar_server
 from localstack.factories import swift as swift_factory
+from tests.contract.helpers import raise_layout_version
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import carried
@@ -24,18 +24,15 @@ def test_first_use_writes_the_version_and_a_newer_one_is_refused(
     _, found = driver.store.get_json(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)
     assert found == {'v': swift_driver.LAYOUT_VERSION}
     newer = swift_driver.LAYOUT_VERSION + 1
-    driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-                     json.dumps({'v': newer}).encode())
+    # The account is shared by the session's other Swift tests.
+    put_back = raise_layout_version(driver)
     try:
         with pytest.raises(errors.LayoutMismatch,
                            match='Swift store has layout version {}.*newer'
                            .format(newer)):
             swift_driver.check_layout(driver.store)
     finally:
-        # The account is shared by the session's other Swift tests.
-        driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-                         json.dumps({'v': swift_driver.LAYOUT_VERSION})
-                         .encode())
+        put_back()
 
 
 def test_the_upgrade_command_marks_what_an_earlier_release_carried_in(
