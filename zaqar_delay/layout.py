@@ -1,8 +1,13 @@
 """Layout versions shared by the backends: each store keeps the version
 of the layout that wrote it (Redis ``zd:layout``, MongoDB the ``layout``
-collection), and a driver refuses a store it would misread."""
+collection, Swift the ``zd:layout`` container), and a driver refuses a
+store it would misread."""
 
 from zaqar_delay import errors
+
+# The version of a store that holds queues and no version: written before
+# versions existed. An empty store gets the current one.
+UNVERSIONED = 1
 
 
 def check(backend, found, current, where):

@@ -1,5 +1,6 @@
 """Small helpers shared by the contract tests."""
 
+import importlib
 import json
 import time
 import uuid
@@ -96,31 +97,55 @@ def moved(driver, queue, project, *names, ttl=300, age_ms=0):
 def raise_layout_version(driver):
     """What an upgrade to a later layout does last, on each backend: the
     store's version one above this driver's. Returns what puts it back."""
+    layout = layout_module(driver)
+    write_layout_version(driver, layout.CURRENT + 1)
+    return lambda: write_layout_version(driver, layout.CURRENT)
+
+
+def layout_module(driver):
+    """The backend's ``layout`` module: its CURRENT is the version this
+    code reads (a test raises it to play a later release)."""
+    backend = type(driver).__module__.split('.')[-2]
+    return importlib.import_module(
+        'zaqar_delay.drivers.{}.layout'.format(backend))
+
+
+def write_layout_version(driver, number):
+    """Overwrite the store's layout version (``None``: remove it, as in a
+    store written before versions existed), reaching it without the
+    driver's own check."""
     module = type(driver).__module__
     if module.endswith('swift.driver'):
-        from zaqar_delay.drivers.swift import driver as swift_driver
         from zaqar_delay.drivers.swift import names
-
-        def write(version):
+        if number is None:
+            driver.store.delete(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)
+        else:
             driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-                             json.dumps({'v': version}).encode())
-        current = swift_driver.LAYOUT_VERSION
+                             json.dumps({'v': number}).encode())
     elif module.endswith('redis.driver'):
-        from zaqar_delay.drivers.redis import layout
-
-        def write(version):
-            driver.connection.set(layout.LAYOUT_KEY, version)
-        current = layout.CURRENT
+        key = layout_module(driver).LAYOUT_KEY
+        if number is None:
+            driver.connection.delete(key)
+        else:
+            driver.connection.set(key, number)
     else:
-        from zaqar_delay.drivers.mongodb import driver as mongodb_driver
         from zaqar_delay.drivers.mongodb import fields
+        where = {'_id': fields.LAYOUT_ID}
+        layouts = driver.connection[driver.store_conf.database][
+            fields.LAYOUT]
+        if number is None:
+            layouts.delete_one(where)
+        else:
+            layouts.update_one(where, {'$set': {'v': number}})
 
-        def write(version):
-            driver.database[fields.LAYOUT].update_one(
-                {'_id': fields.LAYOUT_ID}, {'$set': {'v': version}})
-        current = mongodb_driver.LAYOUT_VERSION
-    write(current + 1)
-    return lambda: write(current)
+
+def another_node(driver):
+    """A second driver on the same store and configuration, as another
+    API node would open it (its own first use, its own version check)."""
+    extra = {}
+    if hasattr(driver, '_client_factory'):
+        extra['client_factory'] = driver._client_factory
+    return type(driver)(driver.conf, None, driver.control_driver, **extra)
 
 
 def around_queue_gc(driver, monkeypatch, around):

@@ -13,7 +13,7 @@ from tests.contract.helpers import raise_layout_version
 from zaqar_delay import errors
 from zaqar_delay import rules
 from zaqar_delay.drivers.swift import carried
-from zaqar_delay.drivers.swift import driver as swift_driver
+from zaqar_delay.drivers.swift import layout
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.migrate import cli
 
@@ -22,15 +22,15 @@ def test_first_use_writes_the_version_and_a_newer_one_is_refused(
         driver, project):
     driver.message_controller.stats('q', project)
     _, found = driver.store.get_json(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)
-    assert found == {'v': swift_driver.LAYOUT_VERSION}
-    newer = swift_driver.LAYOUT_VERSION + 1
+    assert found == {'v': layout.CURRENT}
+    newer = layout.CURRENT + 1
     # The account is shared by the session's other Swift tests.
     put_back = raise_layout_version(driver)
     try:
         with pytest.raises(errors.LayoutMismatch,
                            match='Swift store has layout version {}.*newer'
                            .format(newer)):
-            swift_driver.check_layout(driver.store)
+            layout.check(driver.store)
     finally:
         put_back()
 

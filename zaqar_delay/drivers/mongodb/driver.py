@@ -16,12 +16,12 @@ from zaqar.common import decorators
 from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
-from zaqar_delay import layout as shared_layout
 from zaqar_delay.conf import mongodb as mongodb_conf
 from zaqar_delay.drivers.mongodb import claims
 from zaqar_delay.drivers.mongodb import clock
 from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import fields
+from zaqar_delay.drivers.mongodb import layout
 from zaqar_delay.drivers.mongodb import messages
 from zaqar_delay.drivers.mongodb import metadata
 from zaqar_delay.drivers.mongodb import state
@@ -70,11 +70,16 @@ class DataDriver(base.DataDriver):
     def database(self):
         database = self.connection[self.store_conf.database]
         connection.translate(ensure_indexes, database)
-        connection.translate(check_layout, database)
+        if self.check_layout:
+            connection.translate(layout.check, database)
         return database
 
     def recheck_layout(self):
-        connection.translate(check_layout, self.database)
+        if self.check_layout:
+            connection.translate(layout.check, self.database)
+
+    def upgrade_layout(self, say):
+        connection.translate(layout.upgrade, self.database, say)
 
     def _collection(self, name):
         return connection.GuardedCollection(self.database[name],
@@ -228,22 +233,6 @@ class DataDriver(base.DataDriver):
         self.counters.update_one(where, {'$set': {'x': None}})
         return True
 
-
-# The layout version this driver writes and reads. Every store written
-# by an earlier version of this package has this layout: one without the
-# document gets it.
-LAYOUT_VERSION = 1
-
-
-def check_layout(database):
-    """Write LAYOUT_VERSION into a store without one (an upsert: racing
-    drivers agree); refuse a store of another version."""
-    layouts = database[fields.LAYOUT]
-    layouts.update_one({'_id': fields.LAYOUT_ID},
-                       {'$setOnInsert': {'v': LAYOUT_VERSION}}, upsert=True)
-    found = layouts.find_one({'_id': fields.LAYOUT_ID})['v']
-    shared_layout.check('MongoDB', found, LAYOUT_VERSION, 'collection {}, '
-                        'document {}'.format(fields.LAYOUT, fields.LAYOUT_ID))
 
 
 def ensure_indexes(database):

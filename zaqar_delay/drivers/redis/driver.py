@@ -50,10 +50,6 @@ class DataDriver(base.DataDriver):
     CLAIM_CONTROLLER = claims.ClaimController
     SUBSCRIPTION_CONTROLLER = subscriptions.SubscriptionController
 
-    # False only for zaqar-delay-migrate --upgrade-layout, which opens a
-    # store of an earlier layout to upgrade it.
-    check_layout = True
-
     @decorators.lazy_property(write=False)
     def connection(self):
         # A cluster client reads the slot map when it is built: retried

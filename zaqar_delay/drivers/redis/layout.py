@@ -18,7 +18,7 @@ from zaqar_delay.drivers.redis import keys
 
 LAYOUT_KEY = keys.PREFIX + ':layout'
 CURRENT = 2
-UNVERSIONED = 1
+UNVERSIONED = shared.UNVERSIONED
 # Messages filed per script call by the upgrade (bounded work per call).
 UPGRADE_BATCH = 500
 

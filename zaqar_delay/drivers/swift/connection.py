@@ -453,8 +453,14 @@ class Store:
             marker = page[-1]['name']
         return out
 
-    def containers(self, prefix):
-        found = self.call('get_account', prefix=prefix, full_listing=True)
+    def containers(self, prefix, limit=None):
+        """Names of the account's containers starting with ``prefix``:
+        every one, or the first ``limit``."""
+        if limit is None:
+            found = self.call('get_account', prefix=prefix,
+                              full_listing=True)
+        else:
+            found = self.call('get_account', prefix=prefix, limit=limit)
         return [c['name'] for c in found[1]]
 
     # -- fan-out -----------------------------------------------------------

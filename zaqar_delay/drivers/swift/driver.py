@@ -6,7 +6,6 @@ what that and Swift's other limits mean for each guarantee.
 """
 
 import functools
-import json
 import time
 
 from oslo_log import log as logging
@@ -15,7 +14,6 @@ from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
 from zaqar_delay import errors
-from zaqar_delay import layout as shared_layout
 from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import claims
@@ -25,6 +23,7 @@ from zaqar_delay.drivers.swift import fences
 from zaqar_delay.drivers.swift import gc_lease
 from zaqar_delay.drivers.swift import group_admin
 from zaqar_delay.drivers.swift import groups
+from zaqar_delay.drivers.swift import layout
 from zaqar_delay.drivers.swift import messages
 from zaqar_delay.drivers.swift import names
 from zaqar_delay.drivers.swift import pins
@@ -63,13 +62,14 @@ class DataDriver(base.DataDriver):
     @decorators.lazy_property(write=False)
     def store(self):
         store = connection.Store(self.store_conf)
-        check_layout(store)
+        if self.check_layout:
+            layout.check(store)
         return store
 
     def recheck_layout(self):
         # exclusive_gc checked before it took the lease it now holds.
-        if self._gc_lease is None:
-            check_layout(self.store)
+        if self.check_layout and self._gc_lease is None:
+            layout.check(self.store)
 
     def now_ms(self):
         """Epoch ms from the API node's clock (Swift has none to read)."""
@@ -119,7 +119,8 @@ class DataDriver(base.DataDriver):
         # Before the lease: a host that cannot read this layout must not
         # hold back the passes of those that can, nor have its mismatch
         # taken for another host's pass running.
-        check_layout(self.store)
+        if self.check_layout:
+            layout.check(self.store)
         lease = gc_lease.GcLease(self.store)
         lease.acquire()
         self._gc_lease = lease
@@ -145,9 +146,13 @@ class DataDriver(base.DataDriver):
                 yield meta.get('project') or None, meta['queue']
 
     def upgrade_layout(self, say):
-        """Layout 1 throughout; what inserts before 2026-12-06 carried
-        in with its age gets the marks retention's cleanup finds it by
-        (carried.mark_unmarked), queue by queue."""
+        """What inserts before 2026-12-06 carried in with its age gets
+        the marks retention's cleanup finds it by (carried.mark_unmarked),
+        queue by queue; then the account gets the layout version this
+        code reads."""
+        found = layout.version(self.store)
+        if found > layout.CURRENT:
+            layout.check(self.store)
         queues = messages_marked = 0
         for project, queue in self.queues():
             marked, written = carried.mark_unmarked(
@@ -158,8 +163,12 @@ class DataDriver(base.DataDriver):
                 say('Swift queue {!r} of project {!r}: marked {} messages '
                     'carried in without a mark ({} marks)'.format(
                         queue, project or '', marked, written))
+        if found < layout.CURRENT:
+            layout.write(self.store, layout.CURRENT)
+            say('Swift layout upgraded from version {} to {}'.format(
+                found, layout.CURRENT))
         say('Swift layout is version {}: {} queues read, {} messages '
-            'carried in marked'.format(LAYOUT_VERSION, queues,
+            'carried in marked'.format(layout.CURRENT, queues,
                                        messages_marked))
 
     def gc_heartbeat(self):
@@ -331,20 +340,3 @@ def _drop_leaked_locks(qs, locks, positions, now):
     return [e for e in locks
             if names.parse_lock(e['name'])[0] not in gone], more
 
-
-# The layout version this driver writes and reads. Every account written
-# by an earlier version of this package has this layout: one without the
-# object gets it.
-LAYOUT_VERSION = 1
-
-
-def check_layout(store):
-    """Write LAYOUT_VERSION into an account without one (an exclusive PUT:
-    of racing drivers the first stays); refuse one of another version."""
-    store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-              json.dumps({'v': LAYOUT_VERSION}).encode(),
-              content_type='application/json', exclusive=True,
-              recreate=True)
-    found = store.get_json(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)[1]['v']
-    shared_layout.check('Swift', found, LAYOUT_VERSION, 'object {}/{}'.format(
-        names.LAYOUT_CONTAINER, names.LAYOUT_OBJ))
