@@ -25,15 +25,17 @@ WHERE = 'object {}/{}'.format(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)
 
 
 def version(store):
-    """The account's layout version, recording one if it has none (an
-    exclusive PUT: of racing drivers the first stays)."""
+    """The account's layout version, recording one if it has none. That
+    write is a create (connection.Store.create): racing first users, two
+    releases on a new account, all read back the one that stayed."""
     found = _stored(store)
     if found is not None:
         return found
     holds_queues = store.containers(
         names.container_prefix(names.MESSAGES), limit=1)
-    write(store, shared.UNVERSIONED if holds_queues else CURRENT,
-          exclusive=True)
+    store.create(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
+                 _body(shared.UNVERSIONED if holds_queues else CURRENT),
+                 content_type='application/json', recreate=True)
     return _stored(store)
 
 
@@ -42,11 +44,14 @@ def check(store):
     shared.check('Swift', version(store), CURRENT, WHERE)
 
 
-def write(store, number, exclusive=False):
-    store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-              json.dumps({'v': number}).encode(),
-              content_type='application/json', exclusive=exclusive,
-              recreate=True)
+def write(store, number):
+    """Overwrite the version (the upgrade's last step)."""
+    store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ, _body(number),
+              content_type='application/json', recreate=True)
+
+
+def _body(number):
+    return json.dumps({'v': number}).encode()
 
 
 def _stored(store):

@@ -200,7 +200,7 @@ RECEIVED_MEMORY_S = 900
 POS_PER_MS = 1000
 # gc's per-queue summary (summary.py).
 GC_SUMMARY = 'z/gc'
-# The layout version of the account (driver.py): one JSON object
+# The layout version of the account (layout.py): one JSON object
 # {"v": version} in a container no queue prefix lists.
 LAYOUT_CONTAINER = PREFIX + ':layout'
 LAYOUT_OBJ = 'version'
