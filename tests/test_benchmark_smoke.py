@@ -22,8 +22,8 @@ RUNS = {
         r'group move: 200 moved, \d+ claimed by consumers before it '
         r'began, 0 left behind'),
     'retention_swift': (
-        ['--posted', '100', '--length', '30', '--queues', '2',
-         '--queue-size', '30', '--claims', '5', '--removal', '10'],
+        ['--posted', '30', '--length', '10', '--queues', '2',
+         '--queue-size', '10', '--claims', '2', '--removal', '10'],
         r'cleanup pass over 2 queues, .*: ratio {0} / {0} '
         r'\(target <= 2\)'.format(RATIO)),
     'retention_mongodb': (
@@ -42,8 +42,8 @@ RUNS = {
         r'ratio resume behind / at head: {} \(target <= 1\.2\)'.format(
             RATIO)),
     'consumers_swift': (
-        ['--posted', '20', '--consumers', '4', '--behind', '30',
-         '--resumes', '3', '--removed', '5', '--cuts', '2'],
+        ['--posted', '10', '--consumers', '2', '--behind', '10',
+         '--resumes', '2', '--removed', '2', '--cuts', '1'],
         r'ratio resume behind / at head: {} \(target <= 1\.2\)'.format(
             RATIO)),
     'migrate': (
