@@ -6,9 +6,10 @@ Runs the code of the current directory (``python -m`` imports it from
 there): to compare two versions, run it in a worktree of each, taking
 turns. A test Swift and redis-server of its own; per round, on a fresh
 queue, N posts of 10 messages, then claims of 10 with the deletes of
-what they took until the queue is empty, printing the Swift servers'
-CPU (every server process, ``SwiftServer.cpu_seconds``) per call
-(request_cost.per_call). benchmarks.request_cost prices each kind of
+what they took until the queue is empty, printing per call
+(request_cost.per_call) the Swift servers' CPU (every server process,
+``SwiftServer.cpu_seconds``) and our driver's own: this process's CPU,
+which runs nothing else meanwhile. benchmarks.request_cost prices each kind of
 request and compares the drivers over a few calls; this one measures a
 change of ours over more, where a short run is too noisy
 (docs/performance.md).
@@ -21,6 +22,7 @@ wall time of the same calls through Zaqar's own Swift driver.
 """
 
 import argparse
+import collections
 import statistics
 import time
 
@@ -48,14 +50,28 @@ def main(argv=None):
             print_zaqars_walls(run.swift_pair(redis.url, swift)[1],
                                args.calls)
             return
-        print('Swift CPU per call')
+        print('CPU per call                      Swift servers  '
+              'our driver')
         for round_number in range(1, args.rounds + 1):
             posting, draining = request_cost.per_call(
-                swift.cpu_seconds, driver, PROJECT, args.calls)
-            for name, seconds in (('post of 10', posting),
-                                  ('claim of 10 + its deletes', draining)):
-                print('%-32s %11.0f ms' % ('%s (%d)' % (name, round_number),
-                                           seconds * 1000))
+                lambda: Cpu(swift.cpu_seconds(), time.process_time()),
+                driver, PROJECT, args.calls)
+            for name, spent in (('post of 10', posting),
+                                ('claim of 10 + its deletes', draining)):
+                print('%-32s %11.0f ms %8.1f ms' % (
+                    '%s (%d)' % (name, round_number), spent.swift * 1000,
+                    spent.driver * 1000))
+
+
+class Cpu(collections.namedtuple('Cpu', 'swift driver')):
+    """CPU seconds of the Swift servers and of this process, which
+    request_cost.per_call subtracts and divides as one figure."""
+
+    def __sub__(self, other):
+        return Cpu(self.swift - other.swift, self.driver - other.driver)
+
+    def __truediv__(self, count):
+        return Cpu(self.swift / count, self.driver / count)
 
 
 CALLS = ('post of 10', 'claim of 10', 'delete')

@@ -18,11 +18,16 @@ race the test cannot time (the request never reaches Swift):
 
     proxy.answer_instead(lambda method, path: method == 'PUT', 404)
     proxy.answered    # [(method, path, status it answered), ...]
+
+It also serves as a forward proxy (``http_proxy=http://127.0.0.1:<port>``):
+a request whose target is a whole URL goes to the same upstream, and
+``proxy.forwarded`` lists every request it passed on, ``(method, path)``.
 """
 
 import http.client
 import http.server
 import threading
+from urllib import parse
 
 HOP_BY_HOP = ('connection', 'keep-alive', 'transfer-encoding')
 
@@ -37,6 +42,7 @@ class HttpProxy:
         self.upstream = (host, upstream_port)
         self.lost = []
         self.answered = []
+        self.forwarded = []
         self._armed = []
         self._answers = []
         self._lock = threading.Lock()
@@ -116,6 +122,11 @@ def _handler_for(proxy):
                                        or 0))
 
         def _forward(self):
+            if self.path.startswith('http://'):
+                # Asked as a forward proxy: the upstream is the same.
+                target = parse.urlsplit(self.path)
+                self.path = target.path + (
+                    '?' + target.query if target.query else '')
             body = self._body()
             status = proxy._answer(self.command, self.path)
             if status is not None:
@@ -127,6 +138,7 @@ def _handler_for(proxy):
                        if k.lower() not in HOP_BY_HOP}
             if body or self.command in ('PUT', 'POST'):
                 headers['Content-Length'] = str(len(body))
+            proxy.forwarded.append((self.command, self.path))
             upstream = http.client.HTTPConnection(*proxy.upstream,
                                                   timeout=60)
             try:

@@ -21,6 +21,7 @@ from keystoneauth1.identity import generic
 from oslo_log import log as logging
 
 from zaqar_delay import errors as zd_errors
+from zaqar_delay.drivers.swift import clients
 
 LOG = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class Store:
                       insecure=self.conf.insecure, starting_backoff=0.2,
                       max_backoff=2)
         if self.endpoint.auth == 'v1':
-            return swiftclient.Connection(
+            return clients.Connection(
                 authurl=self.endpoint.auth_url, user=self.endpoint.user,
                 key=self.endpoint.key, auth_version='1',
                 preauthurl=self._storage_url, preauthtoken=self._token,
@@ -137,7 +138,7 @@ class Store:
         url = self._session.get_endpoint(
             service_type='object-store', interface=self.conf.interface,
             region_name=self.conf.region_name)
-        return swiftclient.Connection(
+        return clients.Connection(
             session=self._session, os_options={'object_storage_url': url},
             **common)
 
