@@ -9,9 +9,9 @@ queue, N posts of 10 messages, then claims of 10 with the deletes of
 what they took until the queue is empty, printing per call
 (request_cost.per_call) the Swift servers' CPU (every server process,
 ``SwiftServer.cpu_seconds``) and our driver's own: this process's CPU,
-which runs nothing else meanwhile. benchmarks.request_cost prices each kind of
-request and compares the drivers over a few calls; this one measures a
-change of ours over more, where a short run is too noisy
+which runs nothing else meanwhile. benchmarks.request_cost prices each
+kind of request and compares the drivers over a few calls; this one
+measures a change of ours over more, where a short run is too noisy
 (docs/performance.md).
 
 ``--phases`` prints instead where one call's time goes: for the post,

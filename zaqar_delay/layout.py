@@ -10,6 +10,14 @@ from zaqar_delay import errors
 UNVERSIONED = 1
 
 
+def refuse_later(backend, found, current, where):
+    """An upgrade's first step: raise LayoutMismatch for a store of a
+    later layout than ``current`` (this code would misread it), and
+    leave it as it is."""
+    if found > current:
+        check(backend, found, current, where)
+
+
 def check(backend, found, current, where):
     """Raise LayoutMismatch unless ``found`` is ``current``."""
     if found > current:

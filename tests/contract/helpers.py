@@ -1,7 +1,6 @@
 """Small helpers shared by the contract tests."""
 
 import importlib
-import json
 import time
 import uuid
 
@@ -114,29 +113,26 @@ def write_layout_version(driver, number):
     """Overwrite the store's layout version (``None``: remove it, as in a
     store written before versions existed), reaching it without the
     driver's own check."""
+    layout = layout_module(driver)
     module = type(driver).__module__
     if module.endswith('swift.driver'):
         from zaqar_delay.drivers.swift import names
         if number is None:
             driver.store.delete(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ)
         else:
-            driver.store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ,
-                             json.dumps({'v': number}).encode())
+            layout.write(driver.store, number)
     elif module.endswith('redis.driver'):
-        key = layout_module(driver).LAYOUT_KEY
         if number is None:
-            driver.connection.delete(key)
+            driver.connection.delete(layout.LAYOUT_KEY)
         else:
-            driver.connection.set(key, number)
+            driver.connection.set(layout.LAYOUT_KEY, number)
     else:
         from zaqar_delay.drivers.mongodb import fields
-        where = {'_id': fields.LAYOUT_ID}
-        layouts = driver.connection[driver.store_conf.database][
-            fields.LAYOUT]
+        database = driver.connection[driver.store_conf.database]
         if number is None:
-            layouts.delete_one(where)
+            database[fields.LAYOUT].delete_one({'_id': fields.LAYOUT_ID})
         else:
-            layouts.update_one(where, {'$set': {'v': number}})
+            layout.write(database, number)
 
 
 def another_node(driver):

@@ -50,8 +50,7 @@ def upgrade(database, say):
     """Nothing to convert while layout 1 is the only one: record the
     version this code reads in a database of an earlier one."""
     found = version(database)
-    if found > CURRENT:
-        check(database)
+    shared.refuse_later('MongoDB', found, CURRENT, WHERE)
     if found < CURRENT:
         write(database, CURRENT)
         say('MongoDB layout upgraded from version {} to {}'.format(

@@ -37,8 +37,7 @@ def version(client):
 
 def check(client):
     """Raise LayoutMismatch unless the store is at CURRENT."""
-    shared.check('Redis', version(client), CURRENT,
-                 'key ' + LAYOUT_KEY)
+    shared.check('Redis', version(client), CURRENT, 'key ' + LAYOUT_KEY)
 
 
 def upgrade(driver, say):
@@ -47,8 +46,7 @@ def upgrade(driver, say):
     earlier version writes to the store."""
     client = driver.connection
     found = driver.guarded(lambda: version(client))
-    if found > CURRENT:
-        check(client)
+    shared.refuse_later('Redis', found, CURRENT, 'key ' + LAYOUT_KEY)
     if found == CURRENT:
         say('Redis layout is version {}: nothing to upgrade'.format(found))
         return

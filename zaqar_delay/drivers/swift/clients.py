@@ -10,11 +10,11 @@ The environment does not change under a running server, and each
 connection talks to one storage URL, so its proxies and CA bundle are
 resolved when the connection is made (swiftclient makes it again after
 a dropped connection or a re-authentication), and its session then
-stops reading the environment. What the environment asks for still applies
-(``http_proxy``, ``https_proxy``, ``no_proxy``, ``REQUESTS_CA_BUNDLE``,
-``CURL_CA_BUNDLE``); ``.netrc`` credentials are no longer sent with
-storage requests, which carry a token (swiftclient's v1 auth request
-still reads them).
+stops reading the environment. What the environment asks for still
+applies (``http_proxy``, ``https_proxy``, ``no_proxy``,
+``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``); ``.netrc`` credentials are
+no longer sent with storage requests, which carry a token (swiftclient's
+v1 auth request still reads them).
 """
 
 import swiftclient

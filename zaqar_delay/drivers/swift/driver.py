@@ -151,8 +151,7 @@ class DataDriver(base.DataDriver):
         queue by queue; then the account gets the layout version this
         code reads."""
         found = layout.version(self.store)
-        if found > layout.CURRENT:
-            layout.check(self.store)
+        layout.refuse_later(found)
         queues = messages_marked = 0
         for project, queue in self.queues():
             marked, written = carried.mark_unmarked(
