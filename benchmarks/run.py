@@ -81,14 +81,17 @@ def mongodb_pair(redis_url, uri):
         theirs
 
 
-def swift_pair(redis_url, server):
-    """Our Swift driver and Zaqar's, on one real single-node Swift."""
+def swift_pair(redis_url, server, **options):
+    """Our Swift driver and Zaqar's, on one real single-node Swift;
+    ``options`` override those of our driver."""
     from zaqar.storage.swift import driver as zaqar_swift
     from zaqar_delay.drivers.swift import driver as ours
     from localstack.factories import swift as swift_factory
     conf = backends.make_conf()
     conf.set_override('uri', swift_factory.swift_uri(server),
                       group=swift_factory.GROUP)
+    for name, value in options.items():
+        conf.set_override(name, value, group=swift_factory.GROUP)
     control = backends.control_driver(conf, redis_url)
     theirs = zaqar_swift.DataDriver(conf, None, control)
     theirs._lazy_connection = swift_factory.TempauthClient(server)  # lazy_property slot

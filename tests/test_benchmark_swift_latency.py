@@ -1,0 +1,47 @@
+"""``python -m benchmarks.swift_latency`` at a tiny size: a row per
+latency and workload, each with both drivers' rates and the requests
+each sent per message, every one of them held for the added latency (no
+rate is asserted but that it was measured: these machines are shared)."""
+
+import re
+import time
+
+import pytest
+from swiftclient import client as swift_client
+
+from benchmarks import swift_latency
+
+pytestmark = [pytest.mark.integration]
+
+
+def test_prints_both_drivers_at_each_latency(capsys):
+    swift_latency.main(['--latency', '0', '--latency', '5',
+                        '--messages', '20', '--rounds', '2'])
+    out = capsys.readouterr().out
+    rows = re.findall(r'^(\S+) +(post \(10/post\)|claim\+delete '
+                      r'\(10/claim\)) +(\d+) msg/s +(\d+) msg/s +[\d.]+x '
+                      r'+([\d.]+) +([\d.]+)$', out, re.M)
+    assert [(added, name) for added, name, *_ in rows] == [
+        ('0', 'post (10/post)'), ('0', 'claim+delete (10/claim)'),
+        ('5', 'post (10/post)'), ('5', 'claim+delete (10/claim)')], out
+    # Both drivers' requests went through the hook that adds the latency.
+    assert all(float(ours) > 0 and float(zaqars) > 0
+               for *_, ours, zaqars in rows), out
+
+
+def test_each_request_waits_the_added_latency_first():
+    """The hook sleeps before every request a swiftclient connection
+    sends and counts it, and is gone afterwards: a request that does not
+    reach a server (nothing listens on the port) still waited."""
+    connection = swift_client.HTTPConnection('http://127.0.0.1:9/v1/a')
+    latency = swift_latency.Latency(0.2)
+    with latency.applied():
+        started = time.monotonic()
+        with pytest.raises(Exception):
+            connection.request('HEAD', '/v1/a')
+        waited = time.monotonic() - started
+    assert latency.held == 1
+    assert waited >= 0.2
+    with pytest.raises(Exception):
+        connection.request('HEAD', '/v1/a')
+    assert latency.held == 1
