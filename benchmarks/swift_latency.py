@@ -19,7 +19,8 @@ a real cluster: the latency at which the ratios pass 1x says how slow a
 request must be for our concurrent requests to make up for sending more
 of them. The last two columns are the Swift requests each driver sent
 per message, ours then Zaqar's (claim+delete's include posting the
-messages it then claims).
+messages it then claims, and both making each round's fresh queue; the
+first row also our driver's authentication).
 """
 
 import argparse
@@ -76,15 +77,17 @@ def measure(ours, theirs, latency_ms, messages, rounds):
         for name, workload in WORKLOADS:
             sent = {id(ours): 0, id(theirs): 0}
 
-            def counted(driver, total):
+            def counted(driver, total, workload=workload):
                 before = latency.held
                 rate = workload(driver, project, total)
                 sent[id(driver)] += latency.held - before
                 return rate
 
             rates = run.alternate(counted, ours, theirs, messages, rounds)
-            figures[name] = rates, (sent[id(ours)] / messages,
-                                    sent[id(theirs)] / messages)
+            # What the workloads handle: whole batches of 10 per round.
+            handled = rounds * (messages // rounds // 10 * 10)
+            figures[name] = rates, (sent[id(ours)] / handled,
+                                    sent[id(theirs)] / handled)
     return figures
 
 
@@ -102,10 +105,14 @@ def main(argv=None):
                         help="our driver's max_parallel_requests (default: "
                              "the option's default)")
     args = parser.parse_args(argv)
+    if args.messages < 10 * args.rounds:
+        parser.error('--messages must give each round a batch of 10')
+    if args.parallel is not None and args.parallel < 1:
+        parser.error('--parallel must be at least 1')
     latencies = args.latency or [0, 5, 10, 20]
     with RedisServer() as redis, SwiftServer() as swift:
-        options = ({'max_parallel_requests': args.parallel}
-                   if args.parallel else {})
+        options = ({} if args.parallel is None
+                   else {'max_parallel_requests': args.parallel})
         ours, theirs = run.swift_pair(redis.url, swift, **options)
         print('{:<9} {:<24} {:>11} {:>14} {:>6} {:>14}'.format(
             'added ms', 'throughput', 'zaqar-delay', 'zaqar built-in',
