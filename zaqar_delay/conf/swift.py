@@ -84,10 +84,11 @@ max_parallel_requests = cfg.IntOpt(
          '(for example the per-message requests of a claim of ten messages). '
          'The operations of an API worker share a pool of twice this many '
          'threads, one connection to Swift each, so that one slow operation '
-         'leaves room for the others. A batch larger than this takes one '
-         'more round of requests per step: where each Swift request waits '
-         'tens of milliseconds (network, object servers\' disks), set it to '
-         'at least the largest batch clients post or claim.')
+         'leaves room for the others. A step of a call takes one round of '
+         'requests per this many messages of its batch: where each Swift '
+         'request waits tens of milliseconds (network, object servers\' '
+         'disks), set it to at least the largest batch clients post or '
+         'claim.')
 
 expiry_margin = cfg.IntOpt(
     'expiry_margin', default=300, min=0, max=86400,
