@@ -17,6 +17,7 @@ from zaqar_delay import layout as shared
 from zaqar_delay.drivers.redis import keys
 
 LAYOUT_KEY = keys.PREFIX + ':layout'
+WHERE = 'key ' + LAYOUT_KEY
 CURRENT = 2
 UNVERSIONED = shared.UNVERSIONED
 # Messages filed per script call by the upgrade (bounded work per call).
@@ -37,7 +38,7 @@ def version(client):
 
 def check(client):
     """Raise LayoutMismatch unless the store is at CURRENT."""
-    shared.check('Redis', version(client), CURRENT, 'key ' + LAYOUT_KEY)
+    shared.check('Redis', version(client), CURRENT, WHERE)
 
 
 def upgrade(driver, say):
@@ -46,7 +47,7 @@ def upgrade(driver, say):
     earlier version writes to the store."""
     client = driver.connection
     found = driver.guarded(lambda: version(client))
-    shared.refuse_later('Redis', found, CURRENT, 'key ' + LAYOUT_KEY)
+    shared.refuse_later('Redis', found, CURRENT, WHERE)
     if found == CURRENT:
         say('Redis layout is version {}: nothing to upgrade'.format(found))
         return

@@ -14,6 +14,7 @@ from zaqar.storage import base as storage
 
 from zaqar_delay import driver as base
 from zaqar_delay import errors
+from zaqar_delay import layout as shared_layout
 from zaqar_delay.conf import swift as swift_conf
 from zaqar_delay.drivers.swift import carried
 from zaqar_delay.drivers.swift import claims
@@ -151,7 +152,8 @@ class DataDriver(base.DataDriver):
         queue by queue; then the account gets the layout version this
         code reads."""
         found = layout.version(self.store)
-        layout.refuse_later(found)
+        shared_layout.refuse_later('Swift', found, layout.CURRENT,
+                                   layout.WHERE)
         queues = messages_marked = 0
         for project, queue in self.queues():
             marked, written = carried.mark_unmarked(

@@ -44,10 +44,6 @@ def check(store):
     shared.check('Swift', version(store), CURRENT, WHERE)
 
 
-def refuse_later(found):
-    shared.refuse_later('Swift', found, CURRENT, WHERE)
-
-
 def write(store, number):
     """Overwrite the version (the upgrade's last step)."""
     store.put(names.LAYOUT_CONTAINER, names.LAYOUT_OBJ, _body(number),
