@@ -167,3 +167,18 @@ def test_the_process_cache_keeps_the_most_recently_used_and_expires():
     assert cache.get('a', None) == ({}, '1')
     cache.put('d', None, {}, '1', 0)
     assert cache.get('d', None) is None
+
+
+def test_the_process_cache_hands_out_what_it_holds_for_an_unchanged_text():
+    cache = metadata_copy.ProcessCache()
+    held = {'_max_claim_count': 3}
+    cache.put('a', None, held, '1', 60000, text=b'{"_max_claim_count":3}')
+    assert cache.unchanged('a', None, '1', b'{"_max_claim_count":3}') is held
+    # Another text or generation is another copy, decoded afresh.
+    assert cache.unchanged('a', None, '1', b'{"_max_claim_count":4}') is None
+    assert cache.unchanged('a', None, '2', b'{"_max_claim_count":3}') is None
+    assert cache.unchanged('b', None, '1', b'{"_max_claim_count":3}') is None
+    # A copy put without its text is never taken for unchanged.
+    cache.put('c', None, {}, '1', 60000)
+    assert cache.unchanged('c', None, '1', None) is None
+

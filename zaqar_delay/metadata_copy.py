@@ -80,9 +80,10 @@ class StaleCopy(Exception):
 
 
 class ProcessCache:
-    """The copies this process read, each with its generation and the
+    """The copies this process read, each with its generation, the
     monotonic time it must be read again by (when the copy or its
-    generation expires in the store): least recently used dropped first."""
+    generation expires in the store) and the text it was decoded from:
+    least recently used dropped first."""
 
     def __init__(self, size=PROCESS_CACHE_SIZE):
         self._size = size
@@ -102,10 +103,24 @@ class ProcessCache:
             self._entries.move_to_end(key)
             return entry[0], entry[1]
 
-    def put(self, queue, project, metadata, generation, ttl_ms):
+    def unchanged(self, queue, project, generation, text):
+        """The metadata held for the queue if it was decoded from ``text``
+        under ``generation``, else None. A read of the store that finds
+        the copy as it was keeps handing out the same object, so that
+        the policy checked from it is reused (controller.policy): Zaqar
+        reads the metadata from the store before every post."""
+        with self._lock:
+            entry = self._entries.get((queue, project))
+        if (entry is None or text is None or entry[1] != generation
+                or entry[3] != text):
+            return None
+        return entry[0]
+
+    def put(self, queue, project, metadata, generation, ttl_ms, text=None):
         with self._lock:
             self._entries[(queue, project)] = (
-                metadata, generation, time.monotonic() + ttl_ms / 1000)
+                metadata, generation, time.monotonic() + ttl_ms / 1000,
+                text)
             self._entries.move_to_end((queue, project))
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)

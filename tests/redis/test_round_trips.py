@@ -239,19 +239,26 @@ def test_zaqar_reads_queue_metadata_from_the_copy_not_the_control_store(
     assert counter.of(driver.connection) == 1
 
 
-def test_a_cached_copy_is_checked_into_a_policy_once(
-        driver, project, monkeypatch):
-    driver.queue_controller.create('q', project=project)
-    warm(driver, project)
-    messages = driver.message_controller
+def count_policy_checks(driver, monkeypatch):
+    """The list each check of a queue's metadata into a policy (the
+    message controller's ``check_metadata``) appends its arguments to."""
     checked = []
-    check = type(messages).check_metadata
+    controller = type(driver.message_controller)
+    check = controller.check_metadata
 
     def counted(self, *args, **kwargs):
         checked.append(args)
         return check(self, *args, **kwargs)
 
-    monkeypatch.setattr(type(messages), 'check_metadata', counted)
+    monkeypatch.setattr(controller, 'check_metadata', counted)
+    return checked
+
+
+def test_a_cached_copy_is_checked_into_a_policy_once(
+        driver, project, monkeypatch):
+    driver.queue_controller.create('q', project=project)
+    warm(driver, project)
+    checked = count_policy_checks(driver, monkeypatch)
     for n in range(5):
         post(driver, 'q', project, n)
         listed(driver, 'q', project)
@@ -259,6 +266,37 @@ def test_a_cached_copy_is_checked_into_a_policy_once(
     # A change is a new copy, checked again: the delay applies at once.
     driver.queue_controller.set_metadata(
         'q', {'_default_message_delay': 600}, project=project)
+    post(driver, 'q', project, 'delayed')
+    assert 'delayed' not in [m['body'] for m in listed(driver, 'q', project)]
+    assert len(checked) >= 2
+
+
+def test_a_copy_zaqar_reads_before_each_call_is_checked_once(
+        driver, project, monkeypatch):
+    # Zaqar's transport reads the metadata (through our queue stage, from
+    # the copy) before every post and listing: a copy found as it was is
+    # the object its policy was checked from, not a new one to check.
+    queues = common.Pipeline([stages.QueueStage(driver,
+                                                driver.control_driver),
+                              driver.queue_controller])
+    driver.queue_controller.create('q', project=project)
+    warm(driver, project)
+    checked = count_policy_checks(driver, monkeypatch)
+    for n in range(5):
+        handed = queues.get_metadata('q', project=project)
+        assert handed == {}
+        # Zaqar gets a copy of its own: what it does with it stays there.
+        handed['_default_message_delay'] = 600
+        post(driver, 'q', project, n)
+        assert queues.get_metadata('q', project=project) == {}
+        listed(driver, 'q', project)
+    assert len(checked) <= 1
+    assert [m['body'] for m in listed(driver, 'q', project)][-5:] == list(
+        range(5))
+    driver.queue_controller.set_metadata(
+        'q', {'_default_message_delay': 600}, project=project)
+    assert queues.get_metadata('q', project=project) == {
+        '_default_message_delay': 600}
     post(driver, 'q', project, 'delayed')
     assert 'delayed' not in [m['body'] for m in listed(driver, 'q', project)]
     assert len(checked) >= 2

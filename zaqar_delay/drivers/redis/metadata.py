@@ -29,10 +29,13 @@ class RedisCopies(metadata_copy.Copies):
         gen = wire.text(gen) or None
         if not copy:
             return None, gen
-        metadata = json.loads(copy)
+        metadata = self.process_cache.unchanged(queue, project, gen or '',
+                                                copy)
+        if metadata is None:
+            metadata = json.loads(copy)
         if lasts_ms > 0:
             self.process_cache.put(queue, project, metadata, gen or '',
-                                   lasts_ms)
+                                   lasts_ms, text=copy)
         return metadata, gen
 
     def fill(self, queue, project, generation, metadata):
