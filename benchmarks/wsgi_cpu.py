@@ -5,22 +5,26 @@ message for each driver, with nothing else on the CPU.
 
 ``benchmarks.e2e`` measures the server's CPU per message on a real
 ``zaqar-server``, where three client processes and redis-server share the
-two cores with it, and its figure moves by a tenth from run to run. Here
-one process builds Zaqar's WSGI app (``localstack.zaqar_server.WsgiApp``:
-``zaqar.bootstrap``) for each driver of e2e: ours (``delay.redis``),
+two cores with it. Here one process builds Zaqar's WSGI app
+(``zaqar.bootstrap``, as ``zaqar-server`` does) for each driver of e2e:
+ours (``delay.redis``),
 Zaqar's Redis driver and the in-memory ceiling (``bench.memory``), all on
 one redis-server, and calls each app directly, without an HTTP server or
 client. Per round and driver, on a fresh queue: N posts of 10 messages,
 then claims of 10 (``?limit=10``) with the delete of each message
 claimed until the queue is empty. The drivers take turns phase by phase.
 This process's CPU time (``time.process_time``) per message handled is
-what Zaqar's API layer and the driver spend in the API node: the same
-layer for all three, so the differences are the drivers'. redis-server's
-own work is not counted (e2e prints it). Prints the median round of each
-and the ratios ours / Zaqar's and ours / ceiling.
+what Zaqar's API layer and the driver spend in the API node, plus this
+benchmark's own few steps per request (building each WSGI environment,
+decoding each claim's answer): the same for all three, so the
+differences are the drivers'. Python's cyclic garbage collector runs
+before each phase, so that none inherits another's garbage.
+redis-server's own work is not counted (e2e prints it). Prints the
+median round of each and the ratios ours / Zaqar's and ours / ceiling.
 """
 
 import argparse
+import gc
 import io
 import json
 import logging
@@ -30,6 +34,9 @@ import sys
 import tempfile
 import time
 import uuid
+
+from oslo_config import cfg
+from zaqar import bootstrap
 
 from benchmarks import e2e
 from localstack import zaqar_server
@@ -45,7 +52,9 @@ class Api:
     """One driver's WSGI app, called with plain WSGI environments."""
 
     def __init__(self, config_path):
-        self.app = zaqar_server.WsgiApp(config_path).app
+        conf = cfg.ConfigOpts()
+        conf(args=[], project='zaqar', default_config_files=[config_path])
+        self.app = bootstrap.Bootstrap(conf).transport.app
         self.headers = {'HTTP_CLIENT_ID': str(uuid.uuid4()),
                         'HTTP_X_PROJECT_ID': PROJECT}
 
@@ -95,6 +104,7 @@ def claim_delete_phase(api, queue):
 
 def measure(api, queue, kind, requests):
     """CPU milliseconds per message of one phase."""
+    gc.collect()
     started = time.process_time()
     if kind == 'post':
         handled = post_phase(api, queue, requests)
@@ -107,9 +117,10 @@ def measure(api, queue, kind, requests):
 
 
 def build_apps(redis_url, directory):
-    """{label: Api} for e2e's three drivers, all on ``redis_url``."""
-    e2e.ceiling_environment(directory)  # bench.memory's entry points
-    sys.path.insert(0, directory)
+    """{label: Api} for e2e's three drivers, all on ``redis_url``; the
+    entry points of ``bench.memory`` are written into ``directory``, which
+    must be on ``sys.path`` meanwhile."""
+    e2e.ceiling_environment(directory)
     stores = {
         'ours': ('delay.redis',
                  {'uri': redis_url.replace('redis://', 'delay.redis://')}),
@@ -173,12 +184,14 @@ def main(argv=None):
     # osprofiler logs a traceback when it finds no messaging driver.
     logging.getLogger('osprofiler').setLevel(logging.CRITICAL)
     directory = tempfile.mkdtemp(prefix='zd-wsgi-cpu-')
+    sys.path.append(directory)
     try:
         with RedisServer() as redis:
             apps = build_apps(redis.url, directory)
             return report(run(apps, args.requests, args.rounds),
                           args.requests, args.rounds)
     finally:
+        sys.path.remove(directory)
         shutil.rmtree(directory, ignore_errors=True)
 
 
