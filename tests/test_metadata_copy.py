@@ -180,5 +180,4 @@ def test_the_process_cache_hands_out_what_it_holds_for_an_unchanged_text():
     assert cache.unchanged('b', None, '1', b'{"_max_claim_count":3}') is None
     # A copy put without its text is never taken for unchanged.
     cache.put('c', None, {}, '1', 60000)
-    assert cache.unchanged('c', None, '1', None) is None
-
+    assert cache.unchanged('c', None, '1', b'{}') is None

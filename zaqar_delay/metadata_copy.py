@@ -29,6 +29,7 @@ import collections
 import contextlib
 import contextvars
 import functools
+import hashlib
 import inspect
 import threading
 import time
@@ -79,11 +80,17 @@ class StaleCopy(Exception):
     copy: the request that found it did nothing."""
 
 
+def _digest(text):
+    if isinstance(text, str):
+        text = text.encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
 class ProcessCache:
     """The copies this process read, each with its generation, the
     monotonic time it must be read again by (when the copy or its
-    generation expires in the store) and the text it was decoded from:
-    least recently used dropped first."""
+    generation expires in the store) and a digest of the text it was
+    decoded from: least recently used dropped first."""
 
     def __init__(self, size=PROCESS_CACHE_SIZE):
         self._size = size
@@ -105,22 +112,24 @@ class ProcessCache:
 
     def unchanged(self, queue, project, generation, text):
         """The metadata held for the queue if it was decoded from ``text``
-        under ``generation``, else None. A read of the store that finds
-        the copy as it was keeps handing out the same object, so that
-        the policy checked from it is reused (controller.policy): Zaqar
-        reads the metadata from the store before every post."""
+        under ``generation``, else None. A read of the store that
+        finds the copy as it was keeps handing out the same object, so
+        that the policy checked from it is reused (controller.policy):
+        Zaqar reads the metadata from the store before every post."""
         with self._lock:
             entry = self._entries.get((queue, project))
-        if (entry is None or text is None or entry[1] != generation
-                or entry[3] != text):
+        if (entry is None or entry[3] is None or entry[1] != generation
+                or entry[3] != _digest(text)):
             return None
         return entry[0]
 
     def put(self, queue, project, metadata, generation, ttl_ms, text=None):
+        """``text``: the bytes ``metadata`` was decoded from, if any (a
+        digest is kept, not the text: a copy may be 64 KiB)."""
         with self._lock:
             self._entries[(queue, project)] = (
                 metadata, generation, time.monotonic() + ttl_ms / 1000,
-                text)
+                None if text is None else _digest(text))
             self._entries.move_to_end((queue, project))
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)

@@ -9,6 +9,8 @@ to the next stage (finally Zaqar's queue controller); one that raises stops
 it, so refused metadata is never stored.
 """
 
+import copy
+
 from zaqar.common import errors as zaqar_errors
 from zaqar.storage import base as storage_base
 from zaqar.storage import errors as storage_errors
@@ -55,11 +57,16 @@ class QueueStage(_Stage):
         """The queue's metadata from the data store's exact copy, where
         the driver keeps one (metadata_copy.py), instead of the control
         store: Zaqar's transport reads it before every post. A copy, so
-        that what the caller does with it cannot reach a cache. None (the
-        control store answers) without copies, as with pooling."""
+        that what the caller does with it cannot reach the process's
+        cache, which keeps handing out the object while the copy is
+        unchanged; nested values copied too. None (the control store
+        answers) without copies, as with pooling."""
         if self._driver.metadata_copies is None:
             return None
-        return dict(self._messages.queue_metadata(name, project))
+        return {key: copy.deepcopy(value)
+                if isinstance(value, (dict, list)) else value
+                for key, value in self._messages.queue_metadata(
+                    name, project).items()}
 
 
 class TopicStage(_Stage):
