@@ -64,6 +64,11 @@ class GcPassRunning(storage_errors.ExceptionBase):
         Exception.__init__(self, message)
 
 
+class UnsupportedServer(RuntimeError):
+    """The store's server is older than this driver runs on: the message
+    says which version it found and which it needs."""
+
+
 class LayoutMismatch(RuntimeError):
     """The store was written by another version of zaqar-delay than this
     one reads: the message says which and what to run."""

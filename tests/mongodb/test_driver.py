@@ -249,3 +249,35 @@ def test_a_queue_deletion_deletes_a_batch_of_messages_per_request(
     assert sum(deleted) == 30 and max(deleted) <= 7, deleted
     assert driver.messages.raw.count_documents(
         fields.queue_filter('q', project)) == 0
+
+
+@pytest.mark.parametrize('version', [[4, 0, 28, 0], [3, 6, 0, 0]])
+def test_a_server_older_than_4_2_is_refused_before_anything_is_written(
+        driver, project, monkeypatch, version):
+    # Tried: the driver's first use of a database on MongoDB 4.0 and 3.6,
+    # whose updates take no pipeline (every post's position reservation).
+    info = dict(driver.connection.server_info(), versionArray=version)
+    monkeypatch.setattr(driver.connection, 'server_info', lambda: info)
+    with pytest.raises(errors.UnsupportedServer,
+                       match=r'MongoDB {}\.{} is older than the 4\.2'.format(
+                           *version[:2])):
+        post(driver, 'q', project, 'never stored')
+    database = driver.connection[driver.store_conf.database]
+    assert database.list_collection_names() == []
+
+
+@pytest.mark.parametrize('version, taken', [
+    ([4, 1, 13, 0], False), ([4, 2, 0, 0], True), ([8, 0, 1, 0], True)])
+def test_the_oldest_server_taken_is_4_2(version, taken):
+    # The check alone: mongomock follows the version it reports, and takes
+    # no update pipeline below 5.
+    class Client:
+        def server_info(self):
+            return {'version': '.'.join(map(str, version)),
+                    'versionArray': version}
+
+    if taken:
+        connection.check_server(Client())
+    else:
+        with pytest.raises(errors.UnsupportedServer, match='4.1 is older'):
+            connection.check_server(Client())

@@ -28,6 +28,22 @@ DUPLICATE_KEY = 11000
 # Documents one delete_all request removes: what a tenant makes without
 # bound (claims, pins, a group's members) goes in requests of this size.
 DELETE_BATCH = 1000
+# The oldest MongoDB the driver runs on: every post takes its positions
+# with an update pipeline (reservations.py), which 4.2 introduced.
+MIN_SERVER_VERSION = (4, 2)
+
+
+def check_server(client):
+    """Raise UnsupportedServer for a server older than MIN_SERVER_VERSION:
+    refused when the driver first uses the database, rather than on every
+    post with the server's own error."""
+    found = tuple(client.server_info()['versionArray'][:2])
+    if found < MIN_SERVER_VERSION:
+        raise errors.UnsupportedServer(
+            'MongoDB {} is older than the {} the delay.mongodb driver '
+            'needs (its posts use update pipelines)'.format(
+                '.'.join(map(str, found)),
+                '.'.join(map(str, MIN_SERVER_VERSION))))
 
 
 def refused_as_duplicates(refused):

@@ -68,6 +68,7 @@ class DataDriver(base.DataDriver):
 
     @decorators.lazy_property(write=False)
     def database(self):
+        connection.translate(connection.check_server, self.connection)
         database = self.connection[self.store_conf.database]
         connection.translate(ensure_indexes, database)
         if self.check_layout:
