@@ -3,7 +3,11 @@ loadgroup`` could not put a test's group into its id (pytest 9.2 with
 xdist 3.8), every test of that worker fails saying so, instead of each
 module's servers quietly starting on both workers."""
 
+import pathlib
+
 import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 from tests import conftest
 
@@ -54,3 +58,15 @@ def test_grouped_ids_and_other_runs_fail_nothing(worker, loadgroup, nodeid):
     item = Item(config, nodeid)
     collect(config, [item])
     conftest.pytest_runtest_setup(item)
+
+
+def test_the_test_requirements_keep_pytest_below_9_2():
+    # The guard above catches the symptom; the pin keeps CI from it.
+    root = pathlib.Path(__file__).resolve().parent.parent
+    lines = (root / 'test-requirements.txt').read_text().splitlines()
+    pins = [Requirement(line) for line in lines
+            if line.strip() and not line.startswith('#')
+            and Requirement(line).name == 'pytest']
+    assert len(pins) == 1, lines
+    assert Version('9.2') not in pins[0].specifier
+    assert Version(pytest.__version__) in pins[0].specifier
