@@ -6,6 +6,7 @@ import uuid
 
 import pymongo.errors
 import pytest
+import redis as redis_py
 
 from benchmarks import run
 
@@ -45,6 +46,42 @@ def test_zaqars_redis_claim_hands_out_a_delayed_message_behind_a_ready_one(
     assert claimed_bodies(theirs, queue, project) == ['delayed', 'ready']
     queue = post_ready_then_delayed(ours, project)
     assert claimed_bodies(ours, queue, project) == ['ready']
+
+
+def commands_run(redis_url, call):
+    """The commands redis-server ran for ``call()``, scripts' included."""
+    raw = redis_py.Redis.from_url(redis_url)
+    raw.config_resetstat()
+    call()
+    return {name[len('cmdstat_'):]: stat['calls']
+            for name, stat in raw.info('commandstats').items()}
+
+
+def test_zaqars_redis_claim_reads_every_delayed_message_ahead(redis_url):
+    # Its claim script walks the queue from its head, one HMGET per
+    # message, until it meets a claimable one; ours reads the claimable
+    # index. The same queue on each: 300 delayed messages, then 1 ready.
+    ours, theirs = run.redis_pair(redis_url)
+    project = 'cmp-' + uuid.uuid4().hex[:6]
+    delayed = [{'ttl': 300, 'body': n, 'delay': 600} for n in range(300)]
+    ran = {}
+    for name, driver in (('ours', ours), ('theirs', theirs)):
+        queue = 'q-' + uuid.uuid4().hex[:8]
+        driver.queue_controller.create(
+            queue, metadata={'_default_message_delay': 30}, project=project)
+        client = uuid.uuid4()
+        for start in range(0, 300, 100):
+            driver.message_controller.post(
+                queue, delayed[start:start + 100], client, project=project)
+        driver.message_controller.post(
+            queue, [{'ttl': 300, 'body': 'ready', 'delay': 0}], client,
+            project=project)
+        claimed = []
+        ran[name] = commands_run(redis_url, lambda: claimed.extend(
+            claimed_bodies(driver, queue, project)))
+        assert 'ready' in claimed
+    assert ran['theirs'].get('hmget', 0) >= 300
+    assert sum(ran['ours'].values()) < 50, ran['ours']
 
 
 def test_zaqars_mongodb_pop_loses_a_message_whose_reply_is_lost(
