@@ -26,7 +26,6 @@ unnoticed. See docs/redis.md, *Round trips per call*, and docs/mongodb.md,
 
 import abc
 import collections
-import contextlib
 import contextvars
 import functools
 import hashlib
