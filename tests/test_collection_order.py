@@ -34,9 +34,13 @@ def test_keystone_group_first_tempest_around_it_then_slow_tests():
     plain = Item('tests/test_a.py::test_plain')
     served = Item('tests/integration/test_i.py::test_served', scope='module')
     slow = Item('tests/worker/test_w.py::test_slow', slow=True)
-    check = Item('tests/tempest/test_t.py::test_check', {'order': 1})
+    # Tempest's module has a module-scoped server: the Keystone group
+    # still takes it.
+    check = Item('tests/tempest/test_t.py::test_check', {'order': 1},
+                 scope='module')
     other = Item('tests/test_k.py::test_keystone', {})
-    start = Item('tests/tempest/test_t.py::test_start', {'order': -1})
+    start = Item('tests/tempest/test_t.py::test_start', {'order': -1},
+                 scope='module')
     items = [plain, served, slow, check, other, start]
     conftest.pytest_collection_modifyitems(items)
     assert items == [start, other, check, slow, plain, served]

@@ -43,7 +43,7 @@ def test_the_pages_hold_ini_blocks():
     assert len(list(ini_blocks())) >= 10
 
 
-@pytest.mark.parametrize('block', ini_blocks())
+@pytest.mark.parametrize('block', list(ini_blocks()))
 def test_an_ini_excerpt_parses_and_no_value_carries_a_comment(
         block, tmp_path):
     path = tmp_path / 'zaqar.conf'

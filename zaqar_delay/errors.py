@@ -1,9 +1,12 @@
 """Errors raised by zaqar-delay drivers.
 
-Every error is one of Zaqar's storage errors, so Zaqar's transport maps it to
-the right HTTP status. Bad input additionally derives from Zaqar's
-``ValidationFailed``, which the transport answers with 400 and the message
-text, instead of the 503 it gives an unknown storage error.
+Every error a request can meet is one of Zaqar's storage errors, so Zaqar's
+transport maps it to the right HTTP status. Bad input additionally derives
+from Zaqar's ``ValidationFailed``, which the transport answers with 400 and
+the message text, instead of the 503 it gives an unknown storage error. Two
+are not: a store this code must not use (``UnsupportedServer``,
+``LayoutMismatch``) is an operator's problem, logged with its message;
+Zaqar answers the request 503.
 """
 
 from zaqar.storage import errors as storage_errors

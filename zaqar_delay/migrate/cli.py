@@ -120,7 +120,7 @@ def upgrade_layout(target, out):
     target.check_layout = False
     try:
         target.upgrade_layout(progress.Progress(0, out).say)
-    except errors.LayoutMismatch as exc:
+    except (errors.LayoutMismatch, errors.UnsupportedServer) as exc:
         sys.exit(str(exc))
     return 0
 
