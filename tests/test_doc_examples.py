@@ -1,18 +1,24 @@
 """The python-zaqarclient examples of the user guide
-(doc/source/examples, shown with literalinclude) run against a live
-zaqar-server on our Redis driver, configured as doc/source/install.rst
-says, and do what the guide says."""
+(doc/source/examples, shown with literalinclude) and the curl examples
+of docs/usage.md run against a live zaqar-server on our Redis driver,
+configured as doc/source/install.rst says, and do what the guides say."""
 
+import os
 import pathlib
+import re
 import runpy
+import subprocess
+import uuid
 
 import pytest
+import requests
 
 from localstack import zaqar_server
 
 pytestmark = [pytest.mark.integration]
-EXAMPLES = (pathlib.Path(__file__).resolve().parents[1] / 'doc' / 'source'
-            / 'examples')
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / 'doc' / 'source' / 'examples'
+SH_BLOCK = re.compile(r'^```sh\n(.*?)^```', re.S | re.M)
 
 
 @pytest.fixture(scope='module')
@@ -62,3 +68,45 @@ def test_persistent_consumer(zaqar_url, project):
 
 def test_worker_app(zaqar_url, project):
     assert run('worker_app.py', zaqar_url, project) == [7]
+
+
+def curl_commands(page):
+    """The shell blocks of ``page`` that call curl."""
+    return [block for block in SH_BLOCK.findall(page.read_text())
+            if 'curl ' in block]
+
+
+def test_every_curl_example_that_sends_a_body_says_it_is_json():
+    # Zaqar refuses a body curl sends as a form (its default) with 400.
+    pages = [ROOT / 'README.md'] + sorted((ROOT / 'docs').glob('*.md'))
+    commands = [command for page in pages for block in curl_commands(page)
+                for command in re.split(r'\n(?=curl )', block)
+                if ' -d ' in command]
+    assert len(commands) >= 8
+    assert [c for c in commands if 'Content-Type: application/' not in c] \
+        == []
+
+
+def test_the_usage_guides_curl_examples_work_as_written(zaqar_url, project):
+    # As written, in order, with curl failing on an HTTP error.
+    script = 'set -e\ncurl() { command curl -sS --fail-with-body "$@"; }\n'
+    script += '\n'.join(curl_commands(ROOT / 'docs' / 'usage.md'))
+    client = str(uuid.uuid4())
+    result = subprocess.run(
+        ['bash', '-c', script], capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, ZAQAR=zaqar_url, P=project, C=client))
+    assert result.returncode == 0, result.stdout + result.stderr
+    headers = {'X-Project-ID': project, 'Client-ID': client}
+
+    def get(path):
+        response = requests.get(zaqar_url + path, headers=headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    assert get('/v2/queues/orders')['_default_message_delay'] == 60
+    counts = get('/v2/queues/orders/stats')['messages']
+    assert (counts['total'], counts['delayed']) == (3, 2)
+    carts = get('/v2/queues/carts')
+    assert (carts['_message_group_key'], carts['_message_group_sticky']) \
+        == ('cart', 300)
+    assert get('/v2/queues/carts/stats')['messages']['total'] == 2
