@@ -179,7 +179,8 @@ def _is_group_key(value):
 def check_queue_name(field, value):
     """Refuse a queue name that Zaqar's API could not address."""
     if (not isinstance(value, str) or len(value) > MAX_QUEUE_NAME_LENGTH
-            or not QUEUE_NAME_REGEX.match(value)):
+            # fullmatch: the regex's $ also matches before a final newline.
+            or not QUEUE_NAME_REGEX.fullmatch(value)):
         raise errors.invalid_field(
             field, value,
             'a queue name of 1 to {} ASCII letters, digits, underscores, '

@@ -71,8 +71,9 @@ def test_topic_metadata_is_never_read_from_the_queue_copies(driver):
                        'get_metadata')
 
 
+# 'dlq\n': a regular expression's $ also matches before a final newline.
 BAD_DEAD_LETTER_QUEUES = ['has space', 'slash/y', 'x' * 65, '', 7,
-                          '\u2603']
+                          '\u2603', 'dlq\n']
 
 
 def test_a_dead_letter_queue_name_of_64_characters_is_accepted(driver,

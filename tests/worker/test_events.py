@@ -24,7 +24,7 @@ def test_type_names_come_from_classes_or_strings():
     assert events.type_name('Tick') == 'Tick'
 
 
-@pytest.mark.parametrize('bad', ['', 'a.b', 'a-b', 'ü', 7, None])
+@pytest.mark.parametrize('bad', ['', 'a.b', 'a-b', 'ü', 7, None, 'Tick\n'])
 def test_bad_type_names_are_refused_with_the_value(bad):
     with pytest.raises(events.EventError, match='event type') as info:
         events.type_name(bad)
@@ -37,8 +37,9 @@ def test_queue_names_fit_zaqar_with_room_for_the_dead_letter_suffix():
     events.queue_name('', 'x' * 59)
     with pytest.raises(events.EventError, match='at most 59'):
         events.queue_name('', 'x' * 60)
-    with pytest.raises(events.EventError, match='prefix'):
-        events.check_prefix('a.b')
+    for bad_prefix in ('a.b', 'shop-\n'):
+        with pytest.raises(events.EventError, match='prefix'):
+            events.check_prefix(bad_prefix)
 
 
 def test_envelope_refuses_what_json_cannot_carry():

@@ -18,8 +18,9 @@ import re
 ENVELOPE_VERSION = 1
 # Type names are identifiers, so that "<prefix><type>-dead" can never be
 # another type's queue; prefixes may also hold dashes.
-TYPE_NAME = re.compile(r'^[A-Za-z0-9_]+$')
-PREFIX = re.compile(r'^[A-Za-z0-9_-]*$')
+# Used with fullmatch: $ alone would also match before a final newline.
+TYPE_NAME = re.compile(r'[A-Za-z0-9_]+')
+PREFIX = re.compile(r'[A-Za-z0-9_-]*')
 MAX_QUEUE_NAME = 64
 DEAD_SUFFIX = '-dead'
 
@@ -35,7 +36,7 @@ def type_name(event_type):
         name = getattr(event_type, 'event_type', event_type.__name__)
     else:
         name = event_type
-    if not isinstance(name, str) or not TYPE_NAME.match(name):
+    if not isinstance(name, str) or not TYPE_NAME.fullmatch(name):
         raise EventError(
             'event type must be a name of ASCII letters, digits and '
             'underscores; got {!r}'.format(name))
@@ -43,7 +44,7 @@ def type_name(event_type):
 
 
 def check_prefix(prefix):
-    if not isinstance(prefix, str) or not PREFIX.match(prefix) or len(
+    if not isinstance(prefix, str) or not PREFIX.fullmatch(prefix) or len(
             prefix) > MAX_QUEUE_NAME - 1 - len(DEAD_SUFFIX):
         raise EventError(
             'prefix must be at most {} ASCII letters, digits, underscores '
