@@ -580,6 +580,21 @@ def test_a_dead_letter_move_is_not_a_retention_removal(driver, make_queue,
 
 
 @operator(time=1000)
+def test_a_group_move_is_not_a_retention_removal(driver, make_queue, project):
+    grouped = {'_message_group_key': 'g'}
+    target = make_queue(grouped)
+    queue = make_queue(grouped)
+    post(driver, queue, project, {'g': 'a', 'n': 1}, {'g': 'a', 'n': 2},
+         {'g': 'b', 'n': 1})
+    assert driver.message_controller.move_group(queue, 'a', target,
+                                                project=project) == 2
+    assert stats(driver, target, project)['total'] == 2
+    clean_all(driver, queue, project, 10)
+    assert removed(driver, queue, project) == 0
+    assert removed(driver, target, project) == 0
+
+
+@operator(time=1000)
 def test_ttl_expiry_is_not_a_retention_removal(driver, make_queue, project,
                                                clock):
     queue = make_queue()
@@ -647,6 +662,28 @@ def test_gc_removes_what_retention_no_longer_keeps(driver, make_queue,
     assert stats(driver, queue, project)['total'] == 0
     driver.gc()
     assert removed(driver, queue, project) == 5
+
+
+@operator(time=100, length=10)
+@pytest.mark.parametrize('value', [{'time': 1000}, {'policy': 'disabled'},
+                                   {'time': 'soon'}])
+def test_cleanup_of_a_refused_retention_follows_the_operator(
+        driver, make_queue, project, clock, value):
+    # Tried: a _retention stored behind the stage (looser than the
+    # operator's bounds, or malformed); clean and gc then remove what the
+    # operator's time of 100 s no longer keeps, and count it.
+    queue, other = make_queue(), make_queue()
+    post(driver, queue, project, *range(3))
+    post(driver, other, project, *range(2))
+    for name in (queue, other):
+        driver.queue_controller.set_metadata(name, {'_retention': value},
+                                             project=project)
+    clock.advance(100)
+    assert clean_all(driver, queue, project, 10) == [3]
+    assert removed(driver, queue, project) == 3
+    driver.gc()
+    assert removed(driver, other, project) == 2
+    assert stats(driver, other, project)['total'] == 0
 
 
 @operator(time=100)
