@@ -394,6 +394,42 @@ def test_the_most_specific_override_section_wins(driver, make_queue,
     assert listed(driver, plain, project) == []
 
 
+POLICY_OVERRIDES = """
+[retention]
+time = 100
+consumers_required = 1
+
+[retention:quiet]
+policy = disabled
+consumers_required = 0
+"""
+
+
+@pytest.mark.parametrize('operator_config', [POLICY_OVERRIDES],
+                         ids=['policy-overrides'])
+def test_policy_and_consumers_required_are_overridden_per_queue(
+        driver, make_queue, project, clock):
+    quiet, plain = make_queue(name='quiet'), make_queue(name='plain')
+    messages = driver.message_controller
+
+    def effective(queue):
+        report = messages.stats(queue, project)['retention']
+        return report['policy'], report['time'], report['consumers_required']
+
+    assert effective(quiet) == ('disabled', 100, 0)
+    assert effective(plain) == ('cleanup', 100, 1)
+    post(driver, quiet, project, *range(3))
+    post(driver, plain, project, *range(3))
+    clock.advance(100)
+    # Disabled, retention removes nothing: reads show them, clean keeps.
+    assert clean_all(driver, quiet, project, 10) == [0]
+    clean_all(driver, plain, project, 10)
+    assert bodies(listed(driver, quiet, project)) == [0, 1, 2]
+    assert listed(driver, plain, project) == []
+    assert (removed(driver, quiet, project),
+            removed(driver, plain, project)) == (0, 3)
+
+
 # -- the tenant's _retention ------------------------------------------------
 
 @operator(time=100, length=10)
