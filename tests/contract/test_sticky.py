@@ -3,6 +3,8 @@ group's messages go to the client that took one of them while it stays
 active (claims, renews or deletes within the sticky time)."""
 
 import pytest
+from zaqar.api.v2 import endpoints
+from zaqar.common.api import request as api_request
 
 from tests.contract.helpers import claim, listed, post, stats, zaqar_purge
 from tests.contract.test_consumers import Reader
@@ -440,6 +442,29 @@ def test_one_purge_takes_a_pinned_groups_every_message(sticky_queue, driver,
     with sticky.acting_as('purger'):
         purged = zaqar_purge(driver, queue, project)
     assert sorted(names(purged)) == ['a1', 'a2']
+    assert stats(driver, queue, project)['total'] == 0
+
+
+def test_zaqars_websocket_purge_is_known_by_its_caller(sticky_queue, driver,
+                                                      project):
+    """Zaqar's websocket API purges with its own ``queue_purge``, pops of
+    100 until one is empty. With the bound raised to 100 those pops are
+    ones a client may make, so only the caller tells: the purge takes the
+    groups pinned to other active clients too, and the queue is empty."""
+    queue = sticky_queue()
+    post(driver, queue, project, msg('a', 1), msg('a', 2), msg('b', 1))
+    claim_id, got = claim_as(ALICE, driver, queue, project, limit=1)
+    delete_as(ALICE, driver, queue, project, got, claim_id)
+    driver.conf.set_override('max_messages_per_claim_or_pop',
+                             rules.ZAQAR_PURGE_POP, group='transport')
+    api = endpoints.Endpoints(driver, driver.control_driver, None, None)
+    purge = api_request.Request(
+        'queue_purge', body={'queue_name': queue,
+                             'resource_types': ['messages']},
+        headers={'X-Project-ID': project})
+    with sticky.acting_as('purger'):
+        answer = api.queue_purge(purge).get_response()
+    assert answer['headers']['status'] == 204, answer
     assert stats(driver, queue, project)['total'] == 0
 
 
