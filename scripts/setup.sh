@@ -63,6 +63,12 @@ fi
 
 if [ "$mode" = test ]; then
     "${pip[@]}" -r "$here/test-requirements.txt"
+    # The usage guide's curl examples run as written
+    # (tests/test_doc_examples.py); --fail-with-body needs curl 7.76+.
+    if ! command -v curl >/dev/null 2>&1; then
+        apt_install curl ||
+            echo "setup: curl not installed; install Debian's by hand"
+    fi
     # Debian's prometheus (with promtool) tries the dashboard and the alert
     # rules (tests/test_prometheus_try.py); without it that test skips, or
     # fails under CI, saying so.

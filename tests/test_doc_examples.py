@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 import runpy
+import shutil
 import subprocess
 import uuid
 
@@ -89,6 +90,7 @@ def test_every_curl_example_that_sends_a_body_says_it_is_json():
 
 def test_the_usage_guides_curl_examples_work_as_written(zaqar_url, project):
     # As written, in order, with curl failing on an HTTP error.
+    assert shutil.which('curl'), 'scripts/setup.sh test installs curl'
     script = 'set -e\ncurl() { command curl -sS --fail-with-body "$@"; }\n'
     script += '\n'.join(curl_commands(ROOT / 'docs' / 'usage.md'))
     client = str(uuid.uuid4())

@@ -18,7 +18,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Commands setup.sh runs for real (its PATH holds only these and the
 # stand-ins, so that a redis-server or apt-get of this machine is unseen).
-REAL = ('bash', 'dirname', 'rm', 'mkdir', 'chmod', 'cat')
+REAL = ('bash', 'dirname', 'rm', 'mkdir', 'chmod', 'cat', 'grep')
 
 
 def stand_in(directory, name, body='', log=None):
@@ -44,8 +44,14 @@ def machine(tmp_path):
     stand_in(bin_dir, 'sudo', body='"$@"', log=log)
     stand_in(bin_dir, 'id', body='echo "${FAKE_UID:-1000}"', log=log)
     venv_python = ('#!/bin/bash\necho "venv-python $*" >> {}\n'.format(log))
+    # With NO_VENV_MODULE set, "-m venv" fails until python3-venv is
+    # "installed" (apt-get's stand-in is asked for it).
     stand_in(bin_dir, 'python3', log=log, body=(
         'if [ "$1" = -m ] && [ "$2" = venv ]; then\n'
+        '  if [ -n "${NO_VENV_MODULE:-}" ] && '
+        '! grep -q "install.*python3-venv" ' + str(log) + '; then\n'
+        '    exit 1\n'
+        '  fi\n'
         '  mkdir -p "$3/bin"\n'
         "  cat > \"$3/bin/python\" <<'EOF'\n" + venv_python + 'EOF\n'
         '  chmod +x "$3/bin/python"\n'
@@ -75,6 +81,8 @@ def test_a_missing_redis_server_is_installed_through_sudo(machine):
     # Python packages go into the venv, never the system's.
     venv = environ['ZD_VENV']
     assert 'python3 -m venv ' + venv in lines(log)
+    assert not [line for line in lines(log)
+                if line.startswith('python3 -m pip')]
     assert any(line.startswith('venv-python -m pip install') and
                '-e ' + str(ROOT) + '[worker,prometheus]' in line
                for line in lines(log))
@@ -87,6 +95,21 @@ def test_as_root_apt_get_runs_without_sudo(machine):
     assert result.returncode == 0, result.stderr
     assert 'apt-get update -qq' in lines(log)
     assert not [line for line in lines(log) if line.startswith('sudo')]
+
+
+def test_a_python_without_venv_gets_debians_python3_venv(machine):
+    environ, log, bin_dir = machine
+    stand_in(bin_dir, 'redis-server', log=log)
+    result = run('scripts/setup.sh', dict(environ, NO_VENV_MODULE='1'),
+                 'run')
+    assert result.returncode == 0, result.stderr
+    # (The sudo stand-in logs, then runs apt-get's, which logs too.)
+    installs = [line for line in lines(log)
+                if line.startswith('sudo apt-get install')]
+    assert len(installs) == 1
+    assert installs[0].endswith('python3-venv python3-dev gcc')
+    # The venv is made again once the package is there.
+    assert lines(log).count('python3 -m venv ' + environ['ZD_VENV']) == 2
 
 
 def test_nothing_is_installed_when_redis_server_is_there(machine):

@@ -177,7 +177,8 @@ def _is_group_key(value):
 
 
 def check_queue_name(field, value):
-    """Refuse a queue name that Zaqar's API could not address."""
+    """Refuse a queue name outside Zaqar's documented characters (1 to
+    MAX_QUEUE_NAME_LENGTH ASCII letters, digits, ``_``, ``-``, ``.``)."""
     if (not isinstance(value, str) or len(value) > MAX_QUEUE_NAME_LENGTH
             # fullmatch: the regex's $ also matches before a final newline.
             or not QUEUE_NAME_REGEX.fullmatch(value)):

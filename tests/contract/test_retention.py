@@ -625,7 +625,6 @@ def test_a_group_move_is_not_a_retention_removal(driver, make_queue, project):
     assert driver.message_controller.move_group(queue, 'a', target,
                                                 project=project) == 2
     assert stats(driver, target, project)['total'] == 2
-    clean_all(driver, queue, project, 10)
     assert removed(driver, queue, project) == 0
     assert removed(driver, target, project) == 0
 
