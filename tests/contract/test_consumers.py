@@ -656,6 +656,27 @@ def test_stats_show_live_and_idle_consumers(driver, make_queue, project,
         'consumers'] == {'live': 1, 'idle': 1}
 
 
+def test_a_subscription_get_shows_the_report_the_list_does_not(
+        driver, make_queue, project):
+    """docs/usage.md: GET .../subscriptions/{id} merges the consumer's
+    report into the options; the subscription list does not (Zaqar's
+    notifier lists the subscriptions on every post, and lag is a
+    count)."""
+    queue = make_queue()
+    reader = Reader(driver, queue, project)
+    post(driver, queue, project, 'a', 'b', 'c')
+    _, marker = reader.page(limit=1)
+    reader.page(marker, limit=1)
+    options = reader.options()
+    assert (options['cursor'], options['lag'], options['lost']) == (
+        marker, 2, 0)
+    listed_subs = list(next(driver.subscription_controller.list(
+        queue, project=project, with_consumers=True)))
+    assert [s['subscriber'] for s in listed_subs] == [reader.subscriber]
+    assert not {'cursor', 'lag', 'lost', 'idle'} & set(
+        listed_subs[0]['options'])
+
+
 def test_a_deleted_subscription_is_gone_from_the_report(driver, make_queue,
                                                         project):
     queue = make_queue()

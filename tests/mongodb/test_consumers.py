@@ -6,8 +6,10 @@ are in tests/multiprocess/test_consumers.py."""
 
 import uuid
 
+from tests import consumer_helpers
 from tests.contract.helpers import bodies, listed, post
 from tests.contract.test_retention import operator
+from tests.mongodb.examined import Examined
 from tests.mongodb.test_races import before_call
 from tests.mongodb.test_round_trips import second_node
 from zaqar_delay import consumers
@@ -278,3 +280,20 @@ def test_a_queue_deletion_resets_its_consumers_a_batch_per_request(
     assert updated == [4, 4, 2]
     assert all(consumer_state.one(driver, queue, project, c)[1].cursor
                is None for c in readers)
+
+
+def test_a_poll_behind_a_delayed_head_examines_about_a_page(
+        driver, project, clock, monkeypatch):
+    """docs/usage.md: a poll behind a delayed message reads one page of
+    the queue, whatever waits behind it (as on Redis and Swift). The
+    consumer gets an empty page, stopping before the delayed head, and
+    the reads examine about a page, not the 1,000 delayed behind it."""
+    consumer_helpers.behind_a_delayed_run(driver, project, 1000, 100)
+    examined = Examined(monkeypatch)
+    reader = consumer_helpers.A
+    assert consumer_helpers.page(driver, project, reader) == ([], None)
+    assert examined.finds, 'the page read no messages through a hint'
+    assert examined.total <= 30, examined.finds
+    clock.advance(61)
+    got, _ = consumer_helpers.page(driver, project, reader, limit=5)
+    assert bodies(got) == [0, 1, 2, 3, 4]
