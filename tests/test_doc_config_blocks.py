@@ -8,9 +8,14 @@ one after a section name is a parse error."""
 import pathlib
 import re
 import textwrap
+import types
 
 import pytest
 from oslo_config import cfg
+
+from localstack import backends
+from zaqar_delay.conf import redis as redis_conf
+from zaqar_delay.drivers.redis import driver as redis_driver
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = ([ROOT / 'README.md'] + sorted((ROOT / 'docs').glob('*.md'))
@@ -55,3 +60,20 @@ def test_an_ini_excerpt_parses_and_no_value_carries_a_comment(
                  for key, values in options.items()
                  for value in values if re.search(r'\s#', value)]
     assert commented == []
+
+
+@pytest.mark.parametrize('block', [
+    block for block in list(ini_blocks())
+    if '[{}]'.format(redis_conf.GROUP_NAME) in block.values[0]])
+def test_a_redis_excerpt_keeps_the_retry_span_the_driver_allows(
+        block, tmp_path):
+    # The driver warns when a retry could arrive after Zaqar's shortest
+    # message ttl (a post retried after its messages expired would store
+    # them again); an excerpt an operator copies must not set that up.
+    path = tmp_path / 'zaqar.conf'
+    path.write_text(block)
+    conf = backends.make_conf(config_files=[path])
+    span_ms = redis_driver.DataDriver.retry_span_ms.fget(
+        types.SimpleNamespace(store_conf=conf[redis_conf.GROUP_NAME]))
+    assert span_ms < redis_driver.SHORTEST_TTL_MS
+

@@ -143,7 +143,7 @@ def test_a_pass_whose_lease_was_taken_stops_between_queues(driver,
 
 
 def test_zaqars_gc_hook_is_not_failed_by_another_hosts_pass(driver):
-    """zaqar-gc and pooling's gc of every pool call gc(): another host's
+    """pooling's gc of every pool calls gc(): another host's
     pass doing the work is no error for them (nor a reason to stop before
     their other pools); only zaqar-delay-gc, through exclusive_gc(),
     reports it."""
