@@ -76,4 +76,3 @@ def test_a_redis_excerpt_keeps_the_retry_span_the_driver_allows(
     span_ms = redis_driver.DataDriver.retry_span_ms.fget(
         types.SimpleNamespace(store_conf=conf[redis_conf.GROUP_NAME]))
     assert span_ms < redis_driver.SHORTEST_TTL_MS
-

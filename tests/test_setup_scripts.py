@@ -49,7 +49,8 @@ def machine(tmp_path):
     stand_in(bin_dir, 'python3', log=log, body=(
         'if [ "$1" = -m ] && [ "$2" = venv ]; then\n'
         '  if [ -n "${NO_VENV_MODULE:-}" ] && '
-        '! grep -q "install.*python3-venv" ' + str(log) + '; then\n'
+        '! grep -q "^apt-get install .*python3-venv" ' + str(log) +
+        '; then\n'
         '    exit 1\n'
         '  fi\n'
         '  mkdir -p "$3/bin"\n'

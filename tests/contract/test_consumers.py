@@ -673,7 +673,7 @@ def test_a_subscription_get_shows_the_report_the_list_does_not(
     listed_subs = list(next(driver.subscription_controller.list(
         queue, project=project, with_consumers=True)))
     assert [s['subscriber'] for s in listed_subs] == [reader.subscriber]
-    assert not {'cursor', 'lag', 'lost', 'idle'} & set(
+    assert not {'cursor', 'lag', 'lost', 'last_active_age', 'idle'} & set(
         listed_subs[0]['options'])
 
 

@@ -13,6 +13,7 @@ from tests.mongodb.examined import Examined
 from tests.mongodb.test_races import before_call
 from tests.mongodb.test_round_trips import second_node
 from zaqar_delay import consumers
+from zaqar_delay.drivers.mongodb import connection
 from zaqar_delay.drivers.mongodb import consumers as consumer_state
 from zaqar_delay.drivers.mongodb import fields
 
@@ -290,9 +291,23 @@ def test_a_poll_behind_a_delayed_head_examines_about_a_page(
     the reads examine about a page, not the 1,000 delayed behind it."""
     consumer_helpers.behind_a_delayed_run(driver, project, 1000, 100)
     examined = Examined(monkeypatch)
+    # Examined counts hinted finds: an unhinted one must not slip by.
+    unhinted = []
+    counted_find = connection.GuardedCollection.find
+
+    def find(coll, query, projection=None, sort=None, limit=0, hint=None,
+             skip=0):
+        if coll.raw.name == fields.MESSAGES and not hint:
+            unhinted.append(query)
+        return counted_find(coll, query, projection, sort, limit, hint,
+                            skip)
+
+    monkeypatch.setattr(connection.GuardedCollection, 'find', find)
     reader = consumer_helpers.A
     assert consumer_helpers.page(driver, project, reader) == ([], None)
-    assert examined.finds, 'the page read no messages through a hint'
+    assert unhinted == []
+    # The page's own read, by position, was among those counted.
+    assert 'zd_position' in [hint for _, hint, _ in examined.finds]
     assert examined.total <= 30, examined.finds
     clock.advance(61)
     got, _ = consumer_helpers.page(driver, project, reader, limit=5)
