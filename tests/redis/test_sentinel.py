@@ -67,6 +67,13 @@ def test_uri_names_the_sentinels_and_the_master():
                for s in pool.sentinel_manager.sentinels]
     assert watched == [('h1', 26380, 'sp'), ('h2', 26379, 'sp'),
                        ('::1', 5, 'sp')]
+    # docs/scaling.md: a user for the Sentinels too, when they need one.
+    named = connection.client_from_uri(
+        'delay.redis://h1?master=mm&sentinel_username=su'
+        '&sentinel_password=sp', 1).connection_pool
+    assert [(s.connection_pool.connection_kwargs['username'],
+             s.connection_pool.connection_kwargs['password'])
+            for s in named.sentinel_manager.sentinels] == [('su', 'sp')]
     # Zaqar's own name for the database, in the query.
     assert connection.client_from_uri(
         'redis://h1,h2?master=m&dbid=3', 1).connection_pool \
