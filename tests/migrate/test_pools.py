@@ -129,6 +129,16 @@ def test_a_bad_swift_source_of_a_later_pool_is_refused_before_any_moves(
     assert listed(catalog.lookup('qa1', project), 'qa1', project) == []
 
 
+def test_upgrade_layout_with_pooling_on_is_refused(pools, project):
+    # docs/migration.md: --upgrade-layout works on one store; with
+    # pooling on it is run per pool, with a zaqar.conf naming that store.
+    path, control, catalog, urls = pools
+    with pytest.raises(SystemExit) as refused:
+        migrate(path, '--upgrade-layout')
+    assert 'pooling is on: --upgrade-layout works on one store' in str(
+        refused.value)
+
+
 def test_a_pool_still_on_zaqars_driver_is_refused(pools, project):
     path, control, catalog, urls = pools
     control.pools_controller.create('pc', 100, urls['pa'])
