@@ -172,12 +172,17 @@ def test_the_process_cache_keeps_the_most_recently_used_and_expires():
 def test_the_process_cache_hands_out_what_it_holds_for_an_unchanged_text():
     cache = metadata_copy.ProcessCache()
     held = {'_max_claim_count': 3}
-    cache.put('a', None, held, '1', 60000, text=b'{"_max_claim_count":3}')
-    assert cache.unchanged('a', None, '1', b'{"_max_claim_count":3}') is held
+    three = metadata_copy.digest(b'{"_max_claim_count":3}')
+    cache.put('a', None, held, '1', 60000, text_digest=three)
+    assert cache.unchanged('a', None, '1', three) is held
+    # The digest of a str is that of its UTF-8 bytes.
+    assert cache.unchanged(
+        'a', None, '1', metadata_copy.digest('{"_max_claim_count":3}')) is held
     # Another text or generation is another copy, decoded afresh.
-    assert cache.unchanged('a', None, '1', b'{"_max_claim_count":4}') is None
-    assert cache.unchanged('a', None, '2', b'{"_max_claim_count":3}') is None
-    assert cache.unchanged('b', None, '1', b'{"_max_claim_count":3}') is None
+    four = metadata_copy.digest(b'{"_max_claim_count":4}')
+    assert cache.unchanged('a', None, '1', four) is None
+    assert cache.unchanged('a', None, '2', three) is None
+    assert cache.unchanged('b', None, '1', three) is None
     # A copy put without its text is never taken for unchanged.
     cache.put('c', None, {}, '1', 60000)
-    assert cache.unchanged('c', None, '1', b'{}') is None
+    assert cache.unchanged('c', None, '1', metadata_copy.digest(b'{}')) is None

@@ -79,7 +79,9 @@ class StaleCopy(Exception):
     copy: the request that found it did nothing."""
 
 
-def _digest(text):
+def digest(text):
+    """What the process cache keeps of a copy's text, to tell a read of
+    the same copy (a copy may be 64 KiB)."""
     if isinstance(text, str):
         text = text.encode()
     return hashlib.blake2b(text, digest_size=16).digest()
@@ -109,26 +111,28 @@ class ProcessCache:
             self._entries.move_to_end(key)
             return entry[0], entry[1]
 
-    def unchanged(self, queue, project, generation, text):
-        """The metadata held for the queue if it was decoded from ``text``
-        under ``generation``, else None. A read of the store that
+    def unchanged(self, queue, project, generation, text_digest):
+        """The metadata held for the queue if it was decoded from the
+        text of ``text_digest`` (digest()) under ``generation``, else
+        None. A read of the store that
         finds the copy as it was keeps handing out the same object, so
         that the policy checked from it is reused (controller.policy):
         Zaqar reads the metadata from the store before every post."""
         with self._lock:
             entry = self._entries.get((queue, project))
         if (entry is None or entry[3] is None or entry[1] != generation
-                or entry[3] != _digest(text)):
+                or entry[3] != text_digest):
             return None
         return entry[0]
 
-    def put(self, queue, project, metadata, generation, ttl_ms, text=None):
-        """``text``: the bytes ``metadata`` was decoded from, if any (a
-        digest is kept, not the text: a copy may be 64 KiB)."""
+    def put(self, queue, project, metadata, generation, ttl_ms,
+            text_digest=None):
+        """``text_digest``: digest() of the text ``metadata`` was decoded
+        from, if any."""
         with self._lock:
             self._entries[(queue, project)] = (
                 metadata, generation, time.monotonic() + ttl_ms / 1000,
-                None if text is None else _digest(text))
+                text_digest)
             self._entries.move_to_end((queue, project))
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)

@@ -29,13 +29,14 @@ class RedisCopies(metadata_copy.Copies):
         gen = wire.text(gen) or None
         if not copy:
             return None, gen
+        text_digest = metadata_copy.digest(copy)
         metadata = self.process_cache.unchanged(queue, project, gen or '',
-                                                copy)
+                                                text_digest)
         if metadata is None:
             metadata = json.loads(copy)
         if lasts_ms > 0:
             self.process_cache.put(queue, project, metadata, gen or '',
-                                   lasts_ms, text=copy)
+                                   lasts_ms, text_digest=text_digest)
         return metadata, gen
 
     def fill(self, queue, project, generation, metadata):
