@@ -133,6 +133,20 @@ def test_a_dry_run_counts_and_changes_nothing(zaqar_redis, ours, control,
                                           ids)] == ids
 
 
+# The step size is the command's, whatever the target: one is enough.
+@pytest.mark.parametrize('target_name', ['redis'])
+def test_a_move_steps_a_hundred_messages_at_a_time_by_default(
+        zaqar_redis, ours, control, migrate, project):
+    control.queue_controller.create('q', project=project)
+    zaqar_post(zaqar_redis, 'q', project, range(150))
+    code, out = migrate('--project-id', project)
+    assert code == 0, out
+    steps = [line.split(' messages')[0] for line in out.splitlines()
+             if line.startswith(('moved:', 'verified:'))]
+    assert steps == ['moved: 100 / 300', 'moved: 150 / 300',
+                     'verified: 250 / 300', 'verified: 300 / 300']
+
+
 def test_filters_pick_projects_and_queues(zaqar_redis, ours, control,
                                           migrate, project):
     other = project + '-other'

@@ -136,10 +136,10 @@ def test_the_upgrade_run_again_changes_nothing(make_driver, raw, upgrade):
         'q', project)['messages']['free'] == 2
 
 
-
 @pytest.mark.parametrize('move_option', [
     ['--dry-run'], ['--delete-source'], ['--queue', 'q'],
-    ['--source-uri', 'redis://127.0.0.1:1']])
+    ['--source-uri', 'redis://127.0.0.1:1'], ['--project-id', 'p'],
+    ['--pool', 'pa'], ['--pool-source', 'pa=redis://127.0.0.1:1']])
 def test_the_upgrade_with_a_moves_option_is_refused_and_changes_nothing(
         make_driver, raw, upgrade, move_option):
     """--dry-run promises to change nothing, yet with --upgrade-layout
