@@ -134,4 +134,9 @@ def test_group_key_on_an_encrypted_queue_is_refused(driver, make_queue,
                        match='_message_group_key.*_enable_encrypt_messages'):
         post(driver, queue, project, base64.b64encode(b'x'))
     assert listed(driver, queue, project) == []
+    # Stored here without our stage, which refuses it at PUT and PATCH
+    # (test_queue_stage.py): a claim is refused too.
+    with pytest.raises(errors.InvalidInput,
+                       match='_message_group_key.*_enable_encrypt_messages'):
+        claim(driver, queue, project)
 

@@ -239,6 +239,14 @@ def test_a_message_delete_naming_no_claim_is_400_and_deletes_nothing(
                         params={'claim_id': "'; DROP TABLE queues"})
     assert reply.status_code == 400, reply.text
     assert client.stats('ill')['total'] == 1
+    # docs/compatibility.md: nor does the claims resource find it: read
+    # and renewal 404, delete 204 (as for a claim already released).
+    claim = '/queues/ill/claims/' + "'; DROP TABLE queues"
+    assert client.call('GET', claim).status_code == 404
+    assert client.call('PATCH', claim,
+                       json={'ttl': 100}).status_code == 404
+    assert client.call('DELETE', claim).status_code == 204
+    assert client.stats('ill')['total'] == 1
 
 
 def test_a_renewal_with_a_grace_above_the_bound_is_400(client):
@@ -246,13 +254,18 @@ def test_a_renewal_with_a_grace_above_the_bound_is_400(client):
     # bounds its grace by max_claim_grace (43200) too, as at creation,
     # and the claim stays as it was.
     client.call('PUT', '/queues/pg', json={})
-    client.post('pg', {'ttl': 300, 'body': 1})
+    client.post('pg', {'ttl': 60, 'body': 1})
     href = client.claim('pg', ttl=100, grace=60)[0]['href']
     claim_id = href.split('claim_id=')[1]
     reply = client.call('PATCH', '/queues/pg/claims/' + claim_id,
                         json={'ttl': 100, 'grace': 43201})
     assert reply.status_code == 400, reply.text
     assert 'grace' in reply.text and '43200' in reply.text
+    claimed = client.call('GET', '/queues/pg/claims/' + claim_id).json()
+    # Zaqar reports no grace; the message's ttl, grown to the claim's
+    # ttl + grace, shows it.
+    assert claimed['ttl'] == 100, claimed
+    assert [m['ttl'] for m in claimed['messages']] == [160], claimed
     reply = client.call('PATCH', '/queues/pg/claims/' + claim_id,
                         json={'ttl': 200, 'grace': 43200})
     assert reply.status_code == 204, reply.text
