@@ -21,8 +21,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def config(request, redis_url):
     store, options = redis_factory.zaqar_store(request)
-    return zaqar_server.write_config(scratch.scratch_dir('zd-conf-'), redis_url, 0, store,
-                                     options)
+    return zaqar_server.write_config(scratch.scratch_dir('zd-conf-'),
+                                     redis_url, 0, store, options)
 
 
 def command(name, config, *args):
@@ -75,7 +75,8 @@ def test_groups_command_lists_purges_and_moves(request, conf, config,
     pages = driver.message_controller.list('dst', project=project,
                                            echo=True)
     assert [m['body']['n'] for m in next(pages)] == [0, 1, 2]
-    assert driver.message_controller.stats('src', project)['messages']['total'] == 3
+    assert driver.message_controller.stats(
+        'src', project)['messages']['total'] == 3
 
     missing = command('zaqar-delay-groups', config, 'move', project, 'src',
                       'b', 'nowhere')
@@ -85,6 +86,18 @@ def test_groups_command_lists_purges_and_moves(request, conf, config,
                       'int:abc')
     assert not_int.returncode == 1
     assert "\nerror: group 'int:abc'" in '\n' + not_int.stderr
+    # A move its API node left midway (its first step only, of a group
+    # larger than a step) refuses a second move, naming it.
+    driver.message_controller.post('src', [
+        {'ttl': 600, 'body': {'g': 'c', 'n': n}} for n in range(30)],
+        CLIENT, project=project)
+    done = driver.run_script('group_move', 'src', project, json.dumps('c'),
+                             'dst', 'start')[2]
+    assert done == 0
+    again = command('zaqar-delay-groups', config, 'move', project, 'src',
+                    'c', 'dst')
+    assert again.returncode == 1, again.stderr
+    assert 'error: Group "c" of queue src is being moved' in again.stderr
 
 
 def test_groups_list_prints_every_group_past_one_page(request, conf, config,
