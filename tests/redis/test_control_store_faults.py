@@ -22,6 +22,7 @@ from tests.contract.helpers import claim, post
 from zaqar_delay import control_store
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import driver as redis_driver
+from zaqar_delay.drivers.redis import keys
 
 
 @pytest.fixture
@@ -73,6 +74,22 @@ def test_an_error_reply_of_the_control_store_is_not_an_outage(
                        match='WRONGTYPE') as failed:
         post(split_driver, 'q', project, 'a')
     assert not isinstance(failed.value, errors.BackendUnavailable)
+
+
+def test_an_error_reply_of_the_message_store_is_a_503(split_driver,
+                                                      redis_url, project):
+    # docs/reliability.md: unlike the control store's, any error reply of
+    # the driver's own Redis is a storage error (Zaqar: 503), logged.
+    split_driver.queue_controller.create('q', project=project)
+    post(split_driver, 'q', project, 'a')
+    msgs = dict(zip(keys.QUEUE_KEY_SUFFIXES,
+                    keys.queue_keys('q', project)))['msgs']
+    raw = redis_py.Redis.from_url(redis_url)
+    raw.delete(msgs)
+    raw.set(msgs, 'not a hash')
+    with pytest.raises(errors.BackendUnavailable, match='WRONGTYPE'):
+        post(split_driver, 'q', project, 'b')
+    raw.delete(msgs)
 
 
 def test_a_read_only_control_store_is_an_outage(own_redis):
