@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from zaqarclient.transport import errors as transport_errors
 
 from tests.worker.helpers import make_app
 from tests.worker.helpers import wait_for
@@ -311,3 +312,16 @@ def test_event_ttl_and_delay_never_exceed_zaqars_max_message_ttl(
     # A delay that would leave no time after it is due is refused here.
     with pytest.raises(ValueError, match='delay must be an integer'):
         longest.enqueue({'n': 3}, type='Long', delay=14 * zd_settings.DAY)
+
+
+def test_a_retry_delay_above_the_servers_max_message_delay_fails_start(
+        zaqar_url, project):
+    # docs/worker.md: Settings takes it, but it becomes the queue's
+    # _redelivery_delay, which the server bounds (900 s by default).
+    app = make_app(zaqar_url, project, retry_delay=901)
+    app.add_handler('Slow', lambda event: None)
+    with pytest.raises(transport_errors.MalformedRequest,
+                       match='_redelivery_delay .* 0 to 900 seconds; got '
+                             '901') as refused:
+        app.start()
+    assert refused.value.code == 400

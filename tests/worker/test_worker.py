@@ -233,3 +233,35 @@ def test_claimed_events_that_never_started_are_released(app):
     stats = app.connection.stats('t-Late')
     assert (stats['claimed'], stats['total'], typed.busy) == (0, 3, 0)
     assert calls == []
+
+
+
+@pytest.mark.parametrize('batch_size, held', [(1, 2), (3, 4)])
+def test_events_wait_in_the_worker_unless_a_batch_is_one(zaqar_url, project,
+                                                         batch_size, held):
+    # docs/worker.md: a worker claims batch_size events whenever a handler
+    # slot is free. Two slots, one busy: a batch of 3 takes 3 for the one
+    # free slot, and 2 wait in the worker, their attempt used; with
+    # batch_size 1 none waits.
+    app = make_app(zaqar_url, project, batch_size=batch_size,
+                   poll_interval=0.1)
+    go_on, running = threading.Event(), []
+
+    def busy(event):
+        running.append(event['n'])
+        go_on.wait(30)
+
+    app.add_handler('Held', busy, parallelism=2)
+    app.enqueue({'n': 0}, type='Held')
+    app.start()
+    try:
+        assert wait_for(lambda: running == [0], 20)
+        app.enqueue_many([{'n': n} for n in range(1, 9)], type='Held')
+        assert wait_for(lambda: len(running) == 2, 20), running
+        # Both slots busy: no claim more, however long it waits.
+        time.sleep(0.5)
+        assert len(running) == 2
+        assert app.connection.stats('t-Held')['claimed'] == held
+    finally:
+        go_on.set()
+        app.close(5)
