@@ -42,3 +42,35 @@ def test_the_defaults_docs_usage_md_states():
                 'consumer_idle_time` seconds (default 86400)',
                 '`reservation_timeout` (default 60 s)'):
         assert row in usage, row
+
+
+def test_the_defaults_docs_options_md_states():
+    """Each row of docs/options.md for an option of ours states its
+    registered default ("same" in the group column repeats the row
+    above's group)."""
+    conf = backends.make_conf()
+    text = (ROOT / 'docs' / 'options.md').read_text()
+    checked, group = [], None
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip('|').split('|')]
+        if len(cells) != 4 or not cells[0].startswith('`'):
+            continue
+        name, where, default = cells[0].strip('`'), cells[1], cells[2]
+        if where != 'same':
+            group = where.split()[0].strip('`[]')
+        if group not in ('retention', 'drivers:message_store:delay.redis'):
+            continue
+        registered = getattr(conf[group], name)
+        if default == 'unset':
+            assert registered is None, name
+        elif default.startswith('`'):
+            assert str(registered) == default.strip('`'), name
+        else:
+            assert registered == float(default), (name, default)
+        checked.append(name)
+    assert checked == [
+        'uri', 'socket_timeout', 'max_reconnect_attempts',
+        'reconnect_sleep', 'loading_wait', 'deleted_id_memory',
+        'replica_acks', 'replica_ack_timeout', 'policy', 'time', 'length',
+        'consumers_required', 'consumer_idle_time', 'tuples_per_iteration',
+        'full_scan_time', 'iteration_delay']

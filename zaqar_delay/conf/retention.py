@@ -42,9 +42,11 @@ length = cfg.IntOpt(
 
 consumers_required = cfg.IntOpt(
     'consumers_required', default=None, min=0, max=MAX_SETTING,
-    help='Read-by-all cleanup: how many persistent consumers must have read '
-         'a message before it goes (0: all of the queue\'s persistent '
-         'consumers, or at once when it has none). Unset: no read-based '
+    help='Read-by-all cleanup: how many live (not idle) persistent '
+         'consumers a queue needs for reading to remove anything. With at '
+         'least that many, a message goes once every live one '
+         'acknowledged it; with fewer, reading removes nothing. 0: every '
+         'live one, or at once when there is none. Unset: no read-based '
          'cleanup.')
 
 tuples_per_iteration = cfg.IntOpt(
