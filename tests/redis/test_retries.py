@@ -9,6 +9,8 @@ in between, as another consumer's work would.
 """
 
 import logging
+import time
+import types
 import uuid
 
 import pytest
@@ -20,6 +22,7 @@ from localstack import backends
 from localstack.factories import redis as factories_redis
 from zaqar_delay import consumers
 from zaqar_delay import errors
+from zaqar_delay.drivers.redis import connection
 from zaqar_delay.drivers.redis import driver as redis_driver
 from zaqar_delay.drivers.redis import keys
 
@@ -448,6 +451,37 @@ def test_the_default_retry_span_stays_below_the_shortest_ttl(driver):
     # README: (3 + 1) x 5 s + 0.2 x (1 + 2 + 4) s + 15 s + 10 s.
     assert driver.retry_span_ms == 46400
     assert driver.retry_span_ms < redis_driver.SHORTEST_TTL_MS
+
+
+def test_a_call_in_doubt_retries_until_its_kept_result_would_be_gone(
+        driver, monkeypatch):
+    # docs/options.md, docs/reliability.md: a claim or pop whose outcome
+    # is in doubt retries, with the same backoff, until its kept result
+    # would be gone, 31.4 s with the defaults (the retry span less its
+    # 10 s margin and one socket_timeout), then answers 503. Each attempt
+    # here times out after socket_timeout on a clock of the test's own.
+    now = 0.0
+    kept_for = driver.result_kept_until() - time.monotonic()
+    assert kept_for == pytest.approx(31.4, abs=0.05)
+    starts = []
+
+    def sleep(seconds):
+        nonlocal now
+        now += seconds
+
+    def timed_out():
+        starts.append(now)
+        sleep(driver.store_conf.socket_timeout)
+        raise redis_py.exceptions.TimeoutError('Timeout reading from socket')
+
+    monkeypatch.setattr(connection, 'time', types.SimpleNamespace(
+        monotonic=lambda: now, sleep=sleep))
+    with pytest.raises(errors.BackendUnavailable):
+        driver.guarded(timed_out, kept_until=31.4)
+    # Past its 3 reconnect attempts; the last starts before 31.4 s (its
+    # request then has the margin every retry has), none after.
+    assert [round(start, 1) for start in starts] == [
+        0.0, 5.2, 10.6, 16.4, 23.0, 31.2]
 
 
 def test_a_retry_span_reaching_the_shortest_ttl_is_warned(
