@@ -4,8 +4,8 @@
 with a ConnectionError, as when a reply is lost or the socket times out
 while Redis is busy; the driver's one retry policy (connection.guarded)
 then runs it again. (On a Redis Cluster a post registers its queue first,
-in a call of its own: the lost reply is the post script's.) Optionally something happens
-in between, as another consumer's work would.
+in a call of its own: the lost reply is the post script's.) Optionally
+something happens in between, as another consumer's work would.
 """
 
 import logging
