@@ -131,7 +131,8 @@ def isolated_steps(driver, queue):
         ('gc step', lambda: driver.run_script(
             'gc', queue, PROJECT, redis_driver.GC_BATCH,
             redis_driver.GC_OUTBOX_AGE_MS, driver.deleted_id_memory_ms)),
-        ('stats', lambda: driver.message_controller.stats(queue, PROJECT)['messages']),
+        ('stats', lambda: driver.message_controller.stats(
+            queue, PROJECT)['messages']),
         ('list', lambda: driver.run_script('list', queue, PROJECT, '', 10,
                                            0, 0, 0, '')),
     ]
@@ -226,9 +227,11 @@ def run(args):
             results['move'] = measured(raw, driver, moving, args.claims,
                                        (_finish_move, server.url, clock['now'],
                                         moving, first_batch))
-            moved = driver.message_controller.stats(target, PROJECT)['messages']['total']
+            moved = driver.message_controller.stats(
+                target, PROJECT)['messages']['total']
             left = sum(group['depth'] for group in next(
-                driver.message_controller.list_groups(moving, project=PROJECT)))
+                driver.message_controller.list_groups(moving,
+                                                      project=PROJECT)))
         read_by_all = consumers_queue(driver, clock, args.consumers)
         # The first calls take the idle half out of the indexes: their
         # scripts count among the slowest too.

@@ -20,8 +20,8 @@ driver on that redis-server and its own message store:
 phases of ``--seconds`` each: ``post`` (10 messages per request),
 ``claim+delete`` (claims of 10, ``?limit=10``, each claimed message then
 deleted by its href, with its claim id), and ``claim`` (claims of 10
-left to expire: the claim alone, until the queue has none to give). The drivers take turns phase by phase,
-``--rounds`` times
+left to expire: the claim alone, until the queue has none to give). The
+drivers take turns phase by phase, ``--rounds`` times
 (noise on a shared machine falls on all alike); throughput is the median
 round, CPU per message the total over the rounds: the server process's
 utime + stime (/proc/<pid>/stat) and redis-server's main thread (INFO
@@ -225,7 +225,8 @@ def run_clients(server, queue, kind, clients, seconds=None, quota=None,
 
 
 def scenario(servers, raw, args, delayed):
-    """{label: {kind: [Phase per round]}} for one scenario: ``delayed`` messages ahead (0: an empty queue)."""
+    """{label: {kind: [Phase per round]}} for one scenario: ``delayed``
+    messages ahead (0: an empty queue)."""
     queues, delay = {}, None
     for label, server in servers.items():
         queues[label] = 'e2e-%s-%s' % (label, uuid.uuid4().hex[:8])

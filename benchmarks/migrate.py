@@ -9,8 +9,8 @@ Starts one redis-server (the management store and the target) and, for
 (1 KB bodies, spread over ``--queues`` queues) with Zaqar's own driver of
 the source, runs the command (in this process, as ``zaqar-delay-migrate
 --source-uri ... --delete-source`` would) and prints messages/s and what
-that means for 1,000,000 messages. The rate counts each message once, though the command
-reads it twice (move, then verify and delete).
+that means for 1,000,000 messages. The rate counts each message once,
+though the command reads it twice (move, then verify and delete).
 """
 
 import argparse

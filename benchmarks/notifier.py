@@ -22,10 +22,11 @@ Zaqar's storage pipeline with the notifier on:
 
 with the ratios before/ours and zaqar/ours, the three taking turns post
 by post, and on Redis the round trips the last post of each sent to the
-data store (a count, which the machine's load does not blur). The queue has no other
-subscriber, so nothing is sent: the figures are the listing and the
-per-subscription task dispatch. Runs with many consumers take few posts:
-the ``before`` path costs seconds each. MongoDB runs on mongomock unless
+data store (a count, which the machine's load does not blur). The queue
+has no other subscriber, so nothing is sent: the figures are the listing
+and the per-subscription task dispatch. Runs with many consumers take
+few posts: the ``before`` path costs seconds each. MongoDB runs on
+mongomock unless
 ``--mongodb-uri`` (or ``ZAQAR_DELAY_TEST_MONGODB_URI``) is given, at
 smaller counts (Swift: tests/swift/test_notifier.py counts its requests).
 """

@@ -7,9 +7,10 @@ runnable as ``python -m benchmarks.retention_<backend>`` and printing its
 own figures) for every backend named, or all of them, one after the
 other; each gets the arguments given here but the backend names (such as
 ``--quick``). Then repeats every line with the word "ratio" in it (each
-backend module prints its ratios that way) under one heading, so the issue's targets read in one place: claim latency and post
-throughput with ``length`` under overflow (within 1.2x), a cleanup pass
-over full queues with nothing to remove against empty ones (within 2x),
+backend module prints its ratios that way) under one heading, so the
+issue's targets read in one place: claim latency and post throughput
+with ``length`` under overflow (within 1.2x), a cleanup pass over full
+queues with nothing to remove against empty ones (within 2x),
 and time per removed message for two sizes (O(N)).
 """
 

@@ -171,9 +171,10 @@ def report_removal(removed):
         '%s: %.1f / %.1f us' % ((format(size, ','),) + per[size])
         for size in (small, large)))
     print('removal per-message cost ratio, %s vs %s: %.2fx wall, %.2fx '
-          'Redis CPU (O(N): about 1)' % (format(large, ','), format(small, ','),
-                               per[large][0] / per[small][0],
-                               per[large][1] / per[small][1]))
+          'Redis CPU (O(N): about 1)' % (
+              format(large, ','), format(small, ','),
+              per[large][0] / per[small][0],
+              per[large][1] / per[small][1]))
 
 
 def main():

@@ -94,7 +94,8 @@ def swift_pair(redis_url, server, **options):
         conf.set_override(name, value, group=swift_factory.GROUP)
     control = backends.control_driver(conf, redis_url)
     theirs = zaqar_swift.DataDriver(conf, None, control)
-    theirs._lazy_connection = swift_factory.TempauthClient(server)  # lazy_property slot
+    # lazy_property's slot: Zaqar's driver connects through tempauth.
+    theirs._lazy_connection = swift_factory.TempauthClient(server)
     return ours.DataDriver(conf, None, control), theirs
 
 

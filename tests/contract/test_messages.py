@@ -163,7 +163,8 @@ def test_projects_are_isolated_whatever_the_names(driver, make_queue,
     post(driver, queue, other, 'theirs')
     assert bodies(listed(driver, queue, project)) == ['mine']
     assert bodies(claim(driver, queue, other)[1]) == ['theirs']
-    assert driver.message_controller.stats(queue, project)['messages']['total'] == 1
+    assert driver.message_controller.stats(
+        queue, project)['messages']['total'] == 1
 
 
 def test_post_to_missing_queue_raises(driver, project):

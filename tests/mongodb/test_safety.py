@@ -105,8 +105,10 @@ def test_same_queue_name_in_two_projects_is_two_queues(driver, project):
     with pytest.raises(storage_errors.MessageDoesNotExist):
         driver.message_controller.get('q', a[0], project=other)
     driver.message_controller.bulk_delete('q', a + b, project=other)
-    assert driver.message_controller.stats('q', project)['messages']['total'] == 2
-    assert driver.message_controller.stats('q', other)['messages']['total'] == 0
+    assert driver.message_controller.stats(
+        'q', project)['messages']['total'] == 2
+    assert driver.message_controller.stats(
+        'q', other)['messages']['total'] == 0
     # Positions are per queue: each project's queue starts at 1.
     assert [m.position for m in got] == [1, 2]
     listed_b = driver.message_controller.list('q', project=other,

@@ -213,7 +213,7 @@ def test_disabled_policy_removes_nothing(driver, project):
     assert bodies(listed(driver, 'q', project)) == ['a', 'b']
 
 
-# -- bounded work --------------------------------------------------------------
+# -- bounded work -----------------------------------------------------------
 
 @pytest.mark.parametrize('size', [50, 2000])
 def test_a_cleanup_step_with_nothing_to_remove_reads_no_messages(

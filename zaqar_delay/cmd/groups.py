@@ -3,10 +3,10 @@
 Reads the same ``zaqar.conf`` as ``zaqar-server`` (``--config-file``) and
 talks to the message store directly, as ``zaqar-gc`` does::
 
-    zaqar-delay-groups --config-file zaqar.conf list   PROJECT QUEUE
-    zaqar-delay-groups --config-file zaqar.conf purge  PROJECT QUEUE GROUP
-    zaqar-delay-groups --config-file zaqar.conf move   PROJECT QUEUE GROUP TARGET
-    zaqar-delay-groups --config-file zaqar.conf unpin  PROJECT QUEUE GROUP
+    zaqar-delay-groups --config-file zaqar.conf list PROJECT QUEUE
+    zaqar-delay-groups --config-file zaqar.conf purge PROJECT QUEUE GROUP
+    zaqar-delay-groups --config-file zaqar.conf move PROJECT QUEUE GROUP TARGET
+    zaqar-delay-groups --config-file zaqar.conf unpin PROJECT QUEUE GROUP
 
 ``list`` prints one JSON object per group; on a sticky queue
 (``_message_group_sticky``) its ``client`` is the Client-ID the group is
