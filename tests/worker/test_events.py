@@ -60,6 +60,18 @@ def test_dataclass_events_round_trip():
     assert events.decode('PaymentCheck', data) == {'order': 7}
 
 
+def test_the_defaults_docs_worker_md_states():
+    # docs/worker.md, "Settings and defaults".
+    defaults = Settings()
+    assert dataclasses.asdict(defaults) == {
+        'poll_interval': 1.0, 'batch_size': 10, 'claim_ttl': 60,
+        'claim_grace': 60, 'claim_renew_interval': None, 'max_attempts': 3,
+        'retry_delay': 10, 'event_ttl': 3 * 86400,
+        'dead_letter_ttl': 7 * 86400, 'close_timeout': 30.0,
+        'stats_interval': 10.0}
+    assert defaults.renew_interval == 30
+
+
 @pytest.mark.parametrize('field, value, bound', [
     ('batch_size', 0, '1 to 20'), ('batch_size', 21, '1 to 20'),
     ('claim_ttl', 59, '60 to'), ('claim_grace', 10, '60 to'),
