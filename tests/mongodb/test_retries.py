@@ -66,6 +66,36 @@ def test_a_pop_whose_delete_reply_is_lost_returns_its_batch(
                                       include_claimed=True)] == ['c']
 
 
+def test_a_pop_whose_claim_ended_before_its_delete_was_confirmed_is_a_503(
+        driver, project, monkeypatch, clock):
+    # docs/reliability.md: a pop returns only what its delete removed
+    # under its own claim. Here the delete's reply is lost and the pop's
+    # claim ends before the retry: the messages gone by then may have
+    # been given back and taken by another consumer, so the pop answers
+    # 503 rather than hand them out twice.
+    driver.queue_controller.create('q', project=project)
+    post(driver, 'q', project, 'a', 'b')
+    original = driver.messages.delete_many
+    lost = []
+
+    def delete_many(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if not lost:
+            lost.append(True)
+            # Meanwhile the claim ends, and gc settles it.
+            clock.advance(claims.POP_CLAIM_TTL + 1)
+            driver.gc()
+            raise errors.BackendUnavailable(backend='MongoDB',
+                                            reason='reply lost')
+        return result
+
+    monkeypatch.setattr(driver.messages, 'delete_many', delete_many)
+    with pytest.raises(errors.BackendUnavailable,
+                       match='ended before its delete was confirmed'):
+        driver.message_controller.pop('q', 2, project=project)
+    assert lost
+
+
 def test_a_pop_whose_claim_step_loses_its_reply_loses_no_message(
         driver, project, monkeypatch, clock):
     # The step that takes the message (a findAndModify for a pop of one)
