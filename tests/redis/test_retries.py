@@ -628,6 +628,36 @@ def test_a_group_move_step_retried_after_a_lost_reply_keeps_order(
         range(100))
 
 
+def test_gc_does_not_copy_again_a_moved_group_its_consumer_deleted(
+        driver, project, clock, monkeypatch):
+    # docs/reliability.md: the mover dies after its batch reached the
+    # target and before its outbox was cleared; the target's consumer
+    # deletes the batch; gc finishing the move (after 60 s) copies it
+    # again, and the target's memory of deleted ids skips every one.
+    grouped_queue(driver, project)
+    # Ungrouped, so that one pop takes the whole batch.
+    driver.queue_controller.create('t', project=project)
+    post(driver, 'q', project, *[{'g': 'big', 'n': n} for n in range(10)])
+    original = driver.run_script
+
+    def dies_before_outbox_done(name, *args, **kwargs):
+        if name == 'outbox_done':
+            raise SystemExit('API node died')
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(driver, 'run_script', dies_before_outbox_done)
+    with pytest.raises(SystemExit):
+        driver.message_controller.move_group('q', 'big', 't',
+                                             project=project)
+    monkeypatch.setattr(driver, 'run_script', original)
+    popped = driver.message_controller.pop('t', 10, project=project)
+    assert [m['body']['n'] for m in popped] == list(range(10))
+    clock.advance(61)
+    driver.gc()
+    assert listed(driver, 't', project, include_claimed=True) == []
+    assert listed(driver, 'q', project, include_claimed=True) == []
+
+
 class LoseFirstHsetnxReply:
     """A redis client whose first HSETNX runs, then loses its reply."""
 
