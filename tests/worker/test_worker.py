@@ -2,6 +2,8 @@
 
 import asyncio
 import dataclasses
+import pathlib
+import re
 import threading
 import time
 
@@ -265,3 +267,30 @@ def test_events_wait_in_the_worker_unless_a_batch_is_one(zaqar_url, project,
     finally:
         go_on.set()
         app.close(5)
+
+
+def test_the_guides_example_runs_as_written(zaqar_url, project, capsys):
+    # docs/worker.md's example, pointed at the test's Zaqar and project;
+    # an even order is acknowledged with the context given at enqueue.
+    guide = pathlib.Path(__file__).resolve().parents[2] / 'docs' / \
+        'worker.md'
+    [example] = re.findall(r'^```python\n(.*?)^```', guide.read_text(),
+                           re.S | re.M)
+    source = example.replace("'http://zaqar.example.org:8888'",
+                             repr(zaqar_url)).replace(
+        "project='shop'", 'project={!r}'.format(project))
+    assert source.count(zaqar_url) == 1 and source.count(project) == 1
+    namespace = {'__name__': 'shop_events'}
+    exec(compile(source, 'docs/worker.md', 'exec'), namespace)
+    app = namespace['app']
+    app.enqueue(namespace['PaymentCheck'](order=8), context={'trace': 'a1b2'})
+    app.start()
+    try:
+        assert wait_for(
+            lambda: app.counts.snapshot('PaymentCheck').get('handled'), 20)
+    finally:
+        app.close(5)
+    assert 'checking payment of order 8 trace a1b2' in capsys.readouterr().out
+    policy = app.connection.metadata('shop-PaymentCheck')
+    assert (policy['_max_claim_count'], policy['_redelivery_delay'],
+            policy['_dead_letter_queue']) == (5, 30, 'shop-PaymentCheck-dead')
