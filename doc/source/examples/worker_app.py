@@ -27,7 +27,7 @@ def main(url, project):
 
     app.add_handler(PaymentCheck, check_payment)
     app.enqueue(PaymentCheck(order=7), delay=1)
-    app.start()                         # zaqar-delay-worker runs app.run()
+    app.start()                         # as zaqar-delay-worker does
     try:
         done.wait(60)
     finally:

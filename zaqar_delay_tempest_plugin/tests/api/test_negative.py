@@ -1,5 +1,8 @@
-"""Every 400 that zaqar-delay documents: the request is refused with a
-description naming the field, and nothing of it is stored."""
+"""The 400s of bad delays, queue attributes at PUT, retention, group ids
+and cursor subscribers (docs/testing.md names where the other documented
+400s are tested): the request is refused with a description naming the
+field, and nothing of it is stored. An unknown marker lists an empty
+page."""
 
 from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
