@@ -51,8 +51,10 @@ consumers_required = cfg.IntOpt(
 
 tuples_per_iteration = cfg.IntOpt(
     'tuples_per_iteration', default=1000, min=1, max=100000,
-    help='Cleanup daemon: messages removed per store operation at most, '
-         'so no single operation grows with a queue.')
+    help='Cleanup daemon: messages retention\'s cleanup looks at per '
+         'batch, at most (on Redis a batch is several script calls of at '
+         'most 100 messages each), so no single operation grows with a '
+         'queue. Expired messages are settled in steps of their own.')
 
 full_scan_time = cfg.FloatOpt(
     'full_scan_time', default=60.0, min=0.1, max=86400.0,
@@ -64,8 +66,9 @@ full_scan_time = cfg.FloatOpt(
 
 iteration_delay = cfg.FloatOpt(
     'iteration_delay', default=0.0, min=0.0, max=60.0,
-    help='Cleanup daemon: seconds to sleep between two batches, to leave '
-         'the store to clients while a large backlog is removed.')
+    help='Cleanup daemon: seconds to sleep between two of retention\'s '
+         'cleanup batches, to leave the store to clients while a large '
+         'backlog is removed.')
 
 consumer_idle_time = cfg.IntOpt(
     'consumer_idle_time', default=86400, min=1, max=MAX_SETTING,
