@@ -26,9 +26,9 @@ data store (a count, which the machine's load does not blur). The queue
 has no other subscriber, so nothing is sent: the figures are the listing
 and the per-subscription task dispatch. Runs with many consumers take
 few posts: the ``before`` path costs seconds each. MongoDB runs on
-mongomock unless
-``--mongodb-uri`` (or ``ZAQAR_DELAY_TEST_MONGODB_URI``) is given, at
-smaller counts (Swift: tests/swift/test_notifier.py counts its requests).
+mongomock unless ``--mongodb-uri`` (or ``ZAQAR_DELAY_TEST_MONGODB_URI``)
+is given, at smaller counts (Swift: tests/swift/test_notifier.py counts
+its requests).
 """
 
 import argparse

@@ -112,12 +112,12 @@ class ProcessCache:
             return entry[0], entry[1]
 
     def unchanged(self, queue, project, generation, text_digest):
-        """The metadata held for the queue if it was decoded from the
-        text of ``text_digest`` (digest()) under ``generation``, else
-        None. A read of the store that
-        finds the copy as it was keeps handing out the same object, so
-        that the policy checked from it is reused (controller.policy):
-        Zaqar reads the metadata from the store before every post."""
+        """The metadata held for the queue if it was decoded, under
+        ``generation``, from the text whose digest() is ``text_digest``;
+        else None. A read of the store that finds the copy as it was
+        keeps handing out the same object, so that the policy checked from
+        it is reused (controller.policy): Zaqar reads the metadata from
+        the store before every post."""
         with self._lock:
             entry = self._entries.get((queue, project))
         if (entry is None or entry[3] is None or entry[1] != generation

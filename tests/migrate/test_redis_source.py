@@ -73,7 +73,6 @@ def test_messages_keep_id_body_age_ttl_and_delay(zaqar_redis, ours,
     assert len(zaqar_listed(zaqar_redis, 'q', project, list(before))) == 4
 
 
-
 def test_a_claimed_message_keeps_the_ttl_its_claim_grew(
         zaqar_redis, ours, control, migrate, project):
     """Zaqar grows a claimed message's ttl to the claim's ttl + grace when
@@ -95,6 +94,7 @@ def test_a_claimed_message_keeps_the_ttl_its_claim_grew(
     spent = time.monotonic() - started
     assert moved['claim_id'] is None
     assert 85 - spent <= moved['ttl'] - moved['age'] <= 91
+
 
 def test_subscriptions_keep_subscriber_options_and_remaining_ttl(
         zaqar_redis, ours, control, migrate, project):

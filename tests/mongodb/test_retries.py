@@ -205,6 +205,7 @@ def test_an_unpin_finding_no_pin_keeps_a_pin_a_claim_made_meanwhile(
     # Alice is active and the group is pinned to her: nothing for Bob.
     assert names(claim_as(BOB, driver, queue, project)[1]) == []
 
+
 def test_a_claim_retried_after_its_expiry_purge_lost_its_reply(
         driver, make_queue, project, monkeypatch, clock):
     """A claim's settle deletes the expired head of a group (its

@@ -116,7 +116,6 @@ def test_same_queue_name_in_two_projects_is_two_queues(driver, project):
     assert list(next(listed_b)) == []
 
 
-
 def encoded_finds(driver, monkeypatch):
     """Every filter sent to ``messages.find``, each encoded as pymongo
     does before it goes to a real server (mongomock takes any Python int;
@@ -132,7 +131,6 @@ def encoded_finds(driver, monkeypatch):
 
     monkeypatch.setattr(driver.messages, 'find', find)
     return sent
-
 
 
 @pytest.mark.parametrize('marker', [2 ** 63, 10 ** 30])

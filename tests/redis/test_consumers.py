@@ -23,6 +23,7 @@ from zaqar_delay import consumers
 from zaqar_delay import errors
 from zaqar_delay.drivers.redis import keys
 
+
 def state_key(project, consume_id, queue='q'):
     return keys.queue_prefix(queue, project) + ':cons:' + consume_id
 

@@ -6,7 +6,8 @@ messages live in the driver's Redis. Zaqar's control driver turns a
 redis-py ConnectionError into a storage error but lets a TimeoutError (a
 stalled Redis: here SIGSTOPped) through, which Zaqar answers with a 500
 (the long fault history saw it as ``not_a_storage_error`` right after
-redis-server kills).
+redis-server kills). An error reply of the driver's own Redis, by
+contrast, is a storage error too.
 """
 
 import contextlib
@@ -82,8 +83,7 @@ def test_an_error_reply_of_the_message_store_is_a_503(split_driver,
     # the driver's own Redis is a storage error (Zaqar: 503), logged.
     split_driver.queue_controller.create('q', project=project)
     post(split_driver, 'q', project, 'a')
-    msgs = dict(zip(keys.QUEUE_KEY_SUFFIXES,
-                    keys.queue_keys('q', project)))['msgs']
+    msgs = keys.queue_prefix('q', project) + ':msgs'
     raw = redis_py.Redis.from_url(redis_url)
     raw.delete(msgs)
     raw.set(msgs, 'not a hash')

@@ -147,7 +147,6 @@ def test_gc_finishes_a_pop_that_answered(driver, make_queue, project,
     assert bodies(claim(driver, queue, project)[1]) == [{'g': 'x', 'n': 2}]
 
 
-
 def test_gc_finishes_a_pop_removal_that_took_only_the_message(
         driver, make_queue, project, clock, cut):
     queue = make_queue()

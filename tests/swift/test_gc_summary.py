@@ -101,7 +101,6 @@ def test_what_falls_due_after_a_deep_pass_is_still_found(
     assert deep(work, driver, queue, project)
 
 
-
 def test_a_queue_receiving_posts_gets_a_deep_pass_a_minute_after_one(
         driver, clock, make_queue, project, monkeypatch):
     """docs/usage.md: a message posted since the last deep pass makes
@@ -120,6 +119,7 @@ def test_a_queue_receiving_posts_gets_a_deep_pass_a_minute_after_one(
             deep_at.append(second)
         clock.advance(25)
     assert deep_at == [75, 175]
+
 
 def test_a_post_cut_short_after_a_deep_pass_is_removed_as_a_draft(
         driver, clock, make_queue, project, monkeypatch):

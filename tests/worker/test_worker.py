@@ -237,7 +237,6 @@ def test_claimed_events_that_never_started_are_released(app):
     assert calls == []
 
 
-
 @pytest.mark.parametrize('batch_size, held', [(1, 2), (3, 4)])
 def test_events_wait_in_the_worker_unless_a_batch_is_one(zaqar_url, project,
                                                          batch_size, held):

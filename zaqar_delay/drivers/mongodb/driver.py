@@ -235,7 +235,6 @@ class DataDriver(base.DataDriver):
         return True
 
 
-
 def ensure_indexes(database):
     """Create every index of fields.INDEXES (a no-op when they exist)."""
     for collection, indexes in fields.INDEXES.items():
