@@ -98,6 +98,15 @@ def test_the_daemon_backs_off_through_an_outage(run, caplog):
                for r in caplog.records)
 
 
+def test_the_backoff_doubles_up_to_300_s_by_default(run):
+    # docs/reliability.md: a failed pass is tried again after 1, 2, 4 ...
+    # seconds, at most --max_backoff, 300 by default.
+    code, sleeps = run(FlakyStore(failures=11), '--interval', '30',
+                       stop_after=12)
+    assert code is None
+    assert sleeps == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 30]
+
+
 def test_once_reports_a_failed_pass_with_its_exit_status(run):
     assert run(FlakyStore(failures=1), '--once') == (1, [])
     assert run(FlakyStore(failures=0), '--once') == (0, [])

@@ -6,6 +6,7 @@ import pytest
 
 from zaqar_delay.worker import events
 from zaqar_delay.worker import handlers
+from zaqar_delay.worker import App
 from zaqar_delay.worker import Settings
 
 
@@ -70,6 +71,16 @@ def test_the_defaults_docs_worker_md_states():
         'dead_letter_ttl': 7 * 86400, 'close_timeout': 30.0,
         'stats_interval': 10.0}
     assert defaults.renew_interval == 30
+
+
+def test_a_delay_leaving_an_event_no_minute_after_due_is_refused():
+    # docs/worker.md: a delay over 14 days less a minute is refused, here,
+    # before anything is sent (the URL answers nothing).
+    app = App('http://127.0.0.1:9', project='p')
+    with pytest.raises(ValueError, match=r'delay must be an integer from '
+                       r'0 to 1209540; got 1209541'):
+        app.enqueue({'n': 1}, type='Late', delay=14 * 86400 - 59)
+    assert app.counts.snapshot('Late') == {}
 
 
 @pytest.mark.parametrize('field, value, bound', [

@@ -293,3 +293,45 @@ def test_the_guides_example_runs_as_written(zaqar_url, project, capsys):
     policy = app.connection.metadata('shop-PaymentCheck')
     assert (policy['_max_claim_count'], policy['_redelivery_delay'],
             policy['_dead_letter_queue']) == (5, 30, 'shop-PaymentCheck-dead')
+
+
+def test_events_waiting_at_close_have_used_their_one_attempt(zaqar_url,
+                                                             project):
+    # docs/worker.md: Zaqar counts each claim as an attempt, so with
+    # max_attempts 1 the events close() releases unstarted go to the
+    # dead-letter queue on their next claim, never handled.
+    app = make_app(zaqar_url, project, batch_size=3, max_attempts=1,
+                   close_timeout=10)
+    go_on, handled = threading.Event(), []
+
+    def slow(event):
+        go_on.wait(30)
+        handled.append(event['n'])
+
+    app.add_handler('Once', slow, parallelism=1)
+    app.enqueue_many([{'n': n} for n in range(3)], type='Once')
+    app.start()
+    assert wait_for(
+        lambda: app.connection.stats('t-Once')['claimed'] == 3, 20)
+    closing = threading.Thread(target=app.close)
+    closing.start()
+    # close() stops claiming before the running handler ends; the claim
+    # is released whole once it has (Zaqar releases whole claims).
+    assert wait_for(lambda: all(
+        typed._stopping.is_set() for typed in app._runners.values()), 20)
+    go_on.set()
+    closing.join(20)
+    assert len(handled) == 1
+    stats = app.connection.stats('t-Once')
+    assert (stats['claimed'], stats['total']) == (0, 2), stats
+
+    again = make_app(zaqar_url, project, batch_size=3, max_attempts=1)
+    again.add_handler('Once', handled.append)
+    again.start()
+    try:
+        assert wait_for(lambda: len(again.dead_letters('Once')) == 2, 20)
+    finally:
+        again.close(5)
+    assert len(handled) == 1
+    assert [letter.attempts for letter in again.dead_letters('Once')] == [
+        1, 1]
