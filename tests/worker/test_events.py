@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
+from zaqar_delay.worker import App
 from zaqar_delay.worker import events
 from zaqar_delay.worker import handlers
-from zaqar_delay.worker import App
 from zaqar_delay.worker import Settings
 
 
