@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run Zaqar's own storage and WSGI suites on our drivers, and our
-# integration tests, on another Zaqar release than the one scripts/setup.sh
-# installs (docs/compatibility.md, *Zaqar releases*). After
+# integration tests, on another Zaqar release than the newest, which
+# scripts/setup.sh installs (docs/compatibility.md, *Zaqar releases*). After
 # `scripts/setup.sh test`:
 #
 #   bash scripts/try-zaqar-release.sh 20.0.0 [pytest arguments]
@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 version=${1:?usage: $0 ZAQAR_VERSION [pytest arguments]}
 venv=${ZD_RELEASE_VENV:-$here/.venv-zaqar-$version}
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+[ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" "zaqar==$version" -e "$here[worker,prometheus]" \
     -r "$here/test-requirements.txt"

