@@ -3,6 +3,7 @@ every MongoDB test here) into each of our drivers: ids (Zaqar's ObjectId
 hex), bodies, ttl and delay kept; --delete-source empties the source."""
 
 import datetime
+import math
 import time
 import uuid
 
@@ -50,6 +51,16 @@ def test_messages_move_from_zaqar_mongodb(zaqar_mongodb, ours, control,
     ids = source.post('q', [{'ttl': 300, 'body': {'n': 1}},
                             {'ttl': 600, 'delay': 120, 'body': 'late'}],
                       CLIENT, project=project)
+    # The ttl as Zaqar's MongoDB driver records it: from the ObjectId's
+    # time (whole seconds, taken when the document is inserted) to the
+    # expiry (taken before): a second less than posted when a loaded
+    # machine inserts a second or more late.
+    ttls = {str(doc['_id']): math.ceil(
+        doc['e'].replace(tzinfo=datetime.timezone.utc).timestamp()
+        - doc['_id'].generation_time.timestamp())
+        for doc in source._collection('q', project).find(
+            {'_id': {'$in': [bson.ObjectId(mid) for mid in ids]}})}
+    assert 298 <= ttls[ids[0]] <= 300 and 598 <= ttls[ids[1]] <= 600, ttls
     code, out = migrate('--project-id', project, '--source-uri', SOURCE_URI,
                         '--delete-source')
     assert code == 0, out
@@ -57,7 +68,7 @@ def test_messages_move_from_zaqar_mongodb(zaqar_mongodb, ours, control,
         '0 differences, 2 deleted from the source' in out
     moved = listed(ours, 'q', project, include_delayed=True)
     assert [(m['id'], m['body'], m['ttl']) for m in moved] == [
-        (ids[0], {'n': 1}, 300), (ids[1], 'late', 600)]
+        (ids[0], {'n': 1}, ttls[ids[0]]), (ids[1], 'late', ttls[ids[1]])]
     # Aged by the time the test took (a loaded machine takes seconds),
     # not reset to 0 by the move.
     spent = time.monotonic() - posted_at
