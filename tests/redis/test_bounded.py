@@ -15,6 +15,7 @@ import redis as redis_py
 from tests.contract.helpers import (CLIENT, OTHER_CLIENT, bodies, claim,
                                     listed, post, stats)
 from zaqar_delay import errors
+from zaqar_delay.drivers.redis import keys
 
 BATCH = 100
 MOVE_BATCH = 25
@@ -48,6 +49,16 @@ def counted(raw, run, *commands):
     return result, calls(raw, *commands)
 
 
+def dropped(raw, project, run, queue='q'):
+    """(result of run(), messages it took out of the queue): counted in
+    its index of every message, as expired ones are dropped together
+    (one DEL for many: drop_all in lua/_common.lua)."""
+    msgs = keys.queue_prefix(queue, project) + ':msgs'
+    before = raw.zcard(msgs)
+    result = run()
+    return result, before - raw.zcard(msgs)
+
+
 def test_a_due_backlog_is_promoted_in_batches_and_drains(driver, raw,
                                                          project, clock):
     driver.queue_controller.create(
@@ -77,9 +88,8 @@ def test_stats_is_exact_without_purging_every_expired_message(
     post_many(driver, 'q', project, BACKLOG, ttl=60)
     kept = post(driver, 'q', project, 'kept', ttl=600)[0]
     clock.advance(61)
-    result, dropped = counted(raw, lambda: stats(driver, 'q', project),
-                              'del')
-    assert dropped <= BATCH, 'stats dropped %d messages' % dropped
+    result, gone = dropped(raw, project, lambda: stats(driver, 'q', project))
+    assert gone <= BATCH, 'stats dropped %d messages' % gone
     assert (result['total'], result['free'], result['claimed'],
             result['delayed']) == (1, 1, 0, 0)
     # Past a crowd of expired messages, oldest comes from an index.
@@ -149,10 +159,14 @@ def test_a_claim_looks_at_a_bounded_number_of_expired_messages(
     post_many(driver, 'q', project, BACKLOG, ttl=60)
     live = post(driver, 'q', project, 'live', ttl=600)[0]
     clock.advance(61)
-    (_, got), dropped = counted(
-        raw, lambda: claim(driver, 'q', project, limit=10), 'del')
+    raw.config_resetstat()
+    (_, got), gone = dropped(
+        raw, project, lambda: claim(driver, 'q', project, limit=10))
     # Twice its limit, then (having found nothing) a batch more.
-    assert dropped <= 2 * 10 + BATCH, 'one claim dropped %d' % dropped
+    assert gone == 2 * 10 + BATCH, 'one claim dropped %d' % gone
+    # Dropped together (drop_all), each of the two looks sends one ZREM
+    # per index (7) and one DEL, not 7 and 1 per message (840 and 120).
+    assert (calls(raw, 'zrem'), calls(raw, 'del')) == (2 * 7, 2)
     claims = 1
     while not got and claims < BACKLOG:
         _, got = claim(driver, 'q', project, limit=10)
@@ -160,6 +174,49 @@ def test_a_claim_looks_at_a_bounded_number_of_expired_messages(
     assert [m['id'] for m in got] == [live]
     # 1,000 expired ahead: 9 claims, not the 50 of twice the limit alone.
     assert claims == -(-(BACKLOG + 1) // (2 * 10 + BATCH)), claims
+
+
+def traces(raw, project, ids, queue='q'):
+    """Where any of ``ids`` is still found: its hash, or an index of the
+    queue (a member of delayed names its id after its position)."""
+    found = [mid for mid in ids if raw.exists(
+        keys.message_key(queue, project, mid))]
+    for key in keys.queue_keys(queue, project):
+        if raw.type(key) == b'zset':
+            members = {m.decode().split(':')[-1]
+                       for m in raw.zrange(key, 0, -1)}
+            found += [(key, mid) for mid in ids if mid in members]
+    return found
+
+
+def test_expired_messages_dropped_together_leave_no_trace(
+        driver, raw, project, clock):
+    # A claim and a gc step drop the expired messages in no group
+    # together (drop_all): each leaves its hash and every index, as one
+    # dropped alone does (gc those expired while delayed too, which no
+    # claim meets); a grouped one still unblocks its group's next member
+    # at once.
+    driver.queue_controller.create('q', project=project, metadata={
+        '_message_group_key': 'g', '_default_message_delay': 1})
+    met = post(driver, 'q', project, *range(30), ttl=60, delay=0)
+    [head] = post(driver, 'q', project, {'g': 'x', 'n': 1}, ttl=60,
+                  delay=0)
+    post(driver, 'q', project, {'g': 'x', 'n': 2}, ttl=600, delay=0)
+    clock.advance(61)
+    assert bodies(claim(driver, 'q', project, limit=1)[1]) == [
+        {'g': 'x', 'n': 2}]
+    assert traces(raw, project, met + [head]) == []
+    for_gc = post(driver, 'q', project, *range(30), ttl=60, delay=0)
+    for_gc += post(driver, 'q', project, *range(5), ttl=60, delay=120)
+    # One filed in delayed by its bare id, as earlier versions did, and
+    # not due before it expires.
+    raw.zadd(keys.queue_prefix('q', project) + ':delayed',
+             {for_gc[0]: 2 ** 50})
+    clock.advance(61)
+    driver.gc()
+    assert traces(raw, project, for_gc) == []
+    # Only the member claimed is left.
+    assert stats(driver, 'q', project)['total'] == 1
 
 
 def test_a_claim_behind_fewer_than_a_batch_of_expired_messages_answers(

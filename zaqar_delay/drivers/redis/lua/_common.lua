@@ -236,7 +236,8 @@ end
 -- ZADD's pairs stay whole.
 local function send_all(command, key, args)
   for first = 1, #args, 4000 do
-    redis.call(command, key, unpack(args, first, math.min(first + 3999, #args)))
+    redis.call(command, key,
+               unpack(args, first, math.min(first + 3999, #args)))
   end
 end
 
@@ -304,6 +305,33 @@ end
 local function drop(id, known)
   detach(id, known)
   redis.call('DEL', mkey(id))
+end
+
+-- drop() of several ids: the index removals of those in no group go out
+-- together (one ZREM per index, not one per message: a mass expiry is
+-- removed at a fraction of the cost); one in a group goes at once, as its
+-- removal may place the group's next head. `known[i]`: {g, p} of ids[i]
+-- when the caller read them.
+local function drop_all(ids, known)
+  local loose, members, hashes = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local f = known and known[i] or redis.call('HMGET', mkey(id), 'g', 'p')
+    if f[1] then
+      drop(id, f)
+    else
+      loose[#loose + 1] = id
+      if f[2] then members[#members + 1] = delayed_member(id, f[2]) end
+      hashes[#hashes + 1] = mkey(id)
+    end
+  end
+  -- DELAYED also by id: as filed by earlier versions.
+  for _, index in ipairs({MSGS, FREE, AVAIL, DELAYED, CLAIMED, EXPIRY}) do
+    send_all('ZREM', index, loose)
+  end
+  send_all('ZREM', DELAYED, members)
+  for first = 1, #hashes, 4000 do
+    redis.call('DEL', unpack(hashes, first, math.min(first + 3999, #hashes)))
+  end
 end
 
 -- Remember that a consumer deleted `id`, so that a retried post or a
@@ -393,16 +421,18 @@ end
 -- Drop up to n expired messages, the earliest expired first.
 local function purge_expired(n)
   local ids = redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', NOW, 'LIMIT', 0, n)
-  for _, id in ipairs(ids) do drop(id) end
+  drop_all(ids)
   return #ids
 end
 
 local MESSAGE_FIELDS = {'b', 't', 'cr', 'cc', 'c', 'ce', 'p', 'e', 'd', 'u',
                         'g', 'cs'}
 
+-- The message `id` as a table, or nil (and the fields read) when it is
+-- gone or expired.
 local function read(id)
   local f = redis.call('HMGET', mkey(id), unpack(MESSAGE_FIELDS))
-  if not f[1] or tonumber(f[8]) <= NOW then return nil end
+  if not f[1] or tonumber(f[8]) <= NOW then return nil, f end
   return {body = f[1], ttl = f[2], created = f[3], cc = f[4],
           claim = live_claim_of(f[5], f[6]), pos = f[7],
           expires = tonumber(f[8]), due = tonumber(f[9]), client = f[10],

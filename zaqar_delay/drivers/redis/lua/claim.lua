@@ -112,14 +112,20 @@ local by_claim_expiry, by_expiry, by_position, unfree = {}, {}, {}, {}
 local popped_groups, set_aside = {}, {}
 
 local function take(budget)
+  -- Expired (or gone) messages in no group met on the way: dropped
+  -- together once the loop ends (drop_all); none is met twice, as each
+  -- was taken out of the index it came from.
+  local gone, gone_fields = {}, {}
   while count < limit and budget > 0 do
     budget = budget - 1
     local popped = next_candidate()
     if #popped == 0 then break end
     local id = popped[1]
-    local m = read(id)
-    if not m then
-      drop(id)
+    local m, f = read(id)
+    if not m and f[11] then
+      drop(id, {f[11], f[7]})
+    elseif not m then
+      gone[#gone + 1], gone_fields[#gone_fields + 1] = id, {f[11], f[7]}
     elseif m.due > NOW then
       -- Not due: a head filed for its expiry (place), met live because
       -- Redis's clock stepped back since. Never handed out early.
@@ -166,6 +172,7 @@ local function take(budget)
       end
     end
   end
+  drop_all(gone, gone_fields)
   return budget
 end
 
