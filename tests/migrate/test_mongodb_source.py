@@ -51,10 +51,11 @@ def test_messages_move_from_zaqar_mongodb(zaqar_mongodb, ours, control,
     ids = source.post('q', [{'ttl': 300, 'body': {'n': 1}},
                             {'ttl': 600, 'delay': 120, 'body': 'late'}],
                       CLIENT, project=project)
-    # The ttl as Zaqar's MongoDB driver records it: from the ObjectId's
-    # time (whole seconds, taken when the document is inserted) to the
-    # expiry (taken before): a second less than posted when a loaded
-    # machine inserts a second or more late.
+    # The ttl counted from the message's creation as Zaqar's MongoDB
+    # driver stores it: from the ObjectId's time (whole seconds, taken at
+    # the insert) to the expiry (whole seconds, set before): a second
+    # less than posted when the insert falls in the next second (two on
+    # a machine slow enough to insert over a second late).
     ttls = {str(doc['_id']): math.ceil(
         doc['e'].replace(tzinfo=datetime.timezone.utc).timestamp()
         - doc['_id'].generation_time.timestamp())

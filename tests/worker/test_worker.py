@@ -302,15 +302,18 @@ def test_events_waiting_at_close_have_used_their_one_attempt(zaqar_url,
     # dead-letter queue on their next claim, never handled.
     app = make_app(zaqar_url, project, batch_size=3, max_attempts=1,
                    close_timeout=10)
-    go_on, handled = threading.Event(), []
+    started, go_on, handled = threading.Event(), threading.Event(), []
 
     def slow(event):
+        started.set()
         go_on.wait(30)
         handled.append(event['n'])
 
     app.add_handler('Once', slow, parallelism=1)
     app.enqueue_many([{'n': n} for n in range(3)], type='Once')
     app.start()
+    # All three claimed, one running: close() must not find none started.
+    assert started.wait(20)
     assert wait_for(
         lambda: app.connection.stats('t-Once')['claimed'] == 3, 20)
     [runner] = app._runners.values()
