@@ -24,10 +24,11 @@ GROUPED = {'_message_group_key': 'g'}
 
 
 def lose_reply_once(monkeypatch, collection, method, applies=True,
-                    when=lambda *a, **k: True):
+                    when=lambda *a, **k: True, meanwhile=None):
     """``collection.method`` runs (unless not ``applies``: the request
     never reached the server) and then raises as if its reply was lost,
-    the first time ``when`` holds."""
+    the first time ``when`` holds; ``meanwhile()`` runs before that
+    raise, as what happened while the reply was on its way."""
     real = getattr(collection, method)
     fired = []
 
@@ -36,6 +37,8 @@ def lose_reply_once(monkeypatch, collection, method, applies=True,
             fired.append(args)
             if applies:
                 real(*args, **kwargs)
+            if meanwhile is not None:
+                meanwhile()
             raise errors.BackendUnavailable(backend='MongoDB',
                                             reason='reply lost')
         return real(*args, **kwargs)
@@ -48,19 +51,9 @@ def test_a_pop_whose_delete_reply_is_lost_returns_its_batch(
         driver, project, monkeypatch):
     driver.queue_controller.create('q', project=project)
     post(driver, 'q', project, 'a', 'b', 'c')
-    original = driver.messages.delete_many
-    lost = []
-
-    def delete_many(*args, **kwargs):
-        result = original(*args, **kwargs)
-        if not lost:
-            lost.append(True)
-            raise errors.BackendUnavailable(backend='MongoDB',
-                                            reason='reply lost')
-        return result
-
-    monkeypatch.setattr(driver.messages, 'delete_many', delete_many)
+    lost = lose_reply_once(monkeypatch, driver.messages, 'delete_many')
     popped = driver.message_controller.pop('q', 2, project=project)
+    assert lost
     assert [m['body'] for m in popped] == ['a', 'b']
     assert [m['body'] for m in listed(driver, 'q', project,
                                       include_claimed=True)] == ['c']
@@ -75,21 +68,13 @@ def test_a_pop_whose_claim_ended_before_its_delete_was_confirmed_is_a_503(
     # 503 rather than hand them out twice.
     driver.queue_controller.create('q', project=project)
     post(driver, 'q', project, 'a', 'b')
-    original = driver.messages.delete_many
-    lost = []
 
-    def delete_many(*args, **kwargs):
-        result = original(*args, **kwargs)
-        if not lost:
-            lost.append(True)
-            # Meanwhile the claim ends, and gc settles it.
-            clock.advance(claims.POP_CLAIM_TTL + 1)
-            driver.gc()
-            raise errors.BackendUnavailable(backend='MongoDB',
-                                            reason='reply lost')
-        return result
+    def claim_ends_and_gc_settles_it():
+        clock.advance(claims.POP_CLAIM_TTL + 1)
+        driver.gc()
 
-    monkeypatch.setattr(driver.messages, 'delete_many', delete_many)
+    lost = lose_reply_once(monkeypatch, driver.messages, 'delete_many',
+                           meanwhile=claim_ends_and_gc_settles_it)
     with pytest.raises(errors.BackendUnavailable,
                        match='ended before its delete was confirmed'):
         driver.message_controller.pop('q', 2, project=project)

@@ -189,9 +189,9 @@ def poison_due(driver, project, clock):
     clock.advance(60)
 
 
-def claim_dying_before_outbox_done(driver, project, monkeypatch):
-    """A claim on 'q' that dead-letters, on a node that dies before the
-    outbox forgets the copy (gc copies it again)."""
+def dying_before_outbox_done(driver, monkeypatch, call):
+    """``call()`` on a node that dies before the outbox forgets what the
+    call copied out (gc copies it again)."""
     original = driver.run_script
 
     def dies_before_outbox_done(name, *args, **kwargs):
@@ -201,8 +201,15 @@ def claim_dying_before_outbox_done(driver, project, monkeypatch):
 
     monkeypatch.setattr(driver, 'run_script', dies_before_outbox_done)
     with pytest.raises(SystemExit):
-        claim(driver, 'q', project)
+        call()
     monkeypatch.setattr(driver, 'run_script', original)
+
+
+def claim_dying_before_outbox_done(driver, project, monkeypatch):
+    """A claim on 'q' that dead-letters, on a node that dies before the
+    outbox forgets the copy."""
+    dying_before_outbox_done(driver, monkeypatch,
+                             lambda: claim(driver, 'q', project))
 
 
 def test_gc_does_not_copy_again_a_dead_letter_its_consumer_deleted(
@@ -638,18 +645,9 @@ def test_gc_does_not_copy_again_a_moved_group_its_consumer_deleted(
     # Ungrouped, so that one pop takes the whole batch.
     driver.queue_controller.create('t', project=project)
     post(driver, 'q', project, *[{'g': 'big', 'n': n} for n in range(10)])
-    original = driver.run_script
-
-    def dies_before_outbox_done(name, *args, **kwargs):
-        if name == 'outbox_done':
-            raise SystemExit('API node died')
-        return original(name, *args, **kwargs)
-
-    monkeypatch.setattr(driver, 'run_script', dies_before_outbox_done)
-    with pytest.raises(SystemExit):
-        driver.message_controller.move_group('q', 'big', 't',
-                                             project=project)
-    monkeypatch.setattr(driver, 'run_script', original)
+    dying_before_outbox_done(
+        driver, monkeypatch, lambda: driver.message_controller.move_group(
+            'q', 'big', 't', project=project))
     popped = driver.message_controller.pop('t', 10, project=project)
     assert [m['body']['n'] for m in popped] == list(range(10))
     clock.advance(61)
