@@ -282,16 +282,15 @@ end
 -- Take a message out of every index (and its group, unblocking the next
 -- member when it was the head); its hash stays. `known`: its fields
 -- {g, p} when the caller read them already.
+-- The indexes a message may be in by its id (DELAYED: as filed by
+-- earlier versions; now by delayed_member), whatever its group.
+local MESSAGE_INDEXES = {MSGS, FREE, AVAIL, DELAYED, CLAIMED, EXPIRY}
+
 local function detach(id, known)
   local f = known or redis.call('HMGET', mkey(id), 'g', 'p')
   local group = f[1]
-  redis.call('ZREM', MSGS, id)
-  redis.call('ZREM', FREE, id)
-  redis.call('ZREM', AVAIL, id)
+  for _, index in ipairs(MESSAGE_INDEXES) do redis.call('ZREM', index, id) end
   if f[2] then redis.call('ZREM', DELAYED, delayed_member(id, f[2])) end
-  redis.call('ZREM', DELAYED, id)  -- as filed by earlier versions
-  redis.call('ZREM', CLAIMED, id)
-  redis.call('ZREM', EXPIRY, id)
   if group then
     redis.call('ZREM', GFLIGHT, id)
     local client = redis.call('HGET', PINS, group)
@@ -324,8 +323,7 @@ local function drop_all(ids, known)
       hashes[#hashes + 1] = mkey(id)
     end
   end
-  -- DELAYED also by id: as filed by earlier versions.
-  for _, index in ipairs({MSGS, FREE, AVAIL, DELAYED, CLAIMED, EXPIRY}) do
+  for _, index in ipairs(MESSAGE_INDEXES) do
     send_all('ZREM', index, loose)
   end
   send_all('ZREM', DELAYED, members)
